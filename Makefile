@@ -1,0 +1,57 @@
+# Two entry points: `make demo` and `make test`. Both install what they need, as root on Debian 12.
+SHELL := /bin/bash
+VENV ?= .venv
+BIN := $(VENV)/bin
+export PATH := $(abspath $(BIN)):$(PATH)
+export ANSIBLE_CONFIG := $(abspath ansible.cfg)
+# Scenarios live in molecule/ at the top, as the design card puts them.
+export MOLECULE_GLOB := molecule/*/molecule.yml
+DEMO_NODES ?= 2
+
+APT_PACKAGES := python3-venv openssh-server openssh-client nftables iproute2 iputils-ping \
+	iperf3 netcat-openbsd util-linux procps git make
+APT_STAMP := $(VENV)/.apt-installed
+PIP_STAMP := $(VENV)/.pip-installed
+
+.PHONY: setup demo test test-unit test-lab lint build molecule clean
+
+setup: $(APT_STAMP) $(PIP_STAMP)
+
+$(APT_STAMP):
+	@missing=$$(dpkg-query -W -f='$${Package} $${Status}\n' $(APT_PACKAGES) 2>/dev/null \
+	  | awk '$$NF != "installed" {print $$1}'; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W $$p >/dev/null 2>&1 || echo $$p; done | sort -u); \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing Debian packages: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@[ -x $(BIN)/python ] || python3 -m venv $(VENV)
+	@touch $@
+
+$(PIP_STAMP): pyproject.toml $(APT_STAMP)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q '.[test]'
+	@touch $@
+
+# Reinstall the package and collection from this checkout, quickly, on every run.
+install: setup
+	$(BIN)/python -m pip install -q --no-deps --force-reinstall .
+
+demo: install
+	ncclkit lab up --nodes $(DEMO_NODES)
+	ansible-playbook site.yml -i inventories/lab
+	ncclkit lab status
+
+test: install
+	$(BIN)/pytest -q
+	$(MAKE) --no-print-directory lint molecule
+
+lint: setup
+	$(BIN)/ansible-lint --offline
+
+molecule: install
+	$(BIN)/molecule test -s default
+
+clean:
+	-ncclkit lab down
+	rm -rf build dist .pytest_cache .hypothesis
