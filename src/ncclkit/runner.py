@@ -3,8 +3,10 @@ queue for progress, and a fresh private data dir per run."""
 
 from __future__ import annotations
 
+import os
 import queue
 import shutil
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -22,6 +24,8 @@ PROGRESS_EVENTS = {
     "runner_on_unreachable",
     "runner_on_skipped",
 }
+
+STATS_KEYS = ("ok", "changed", "failures", "dark", "skipped", "rescued", "ignored")
 
 
 @dataclass
@@ -47,8 +51,12 @@ def run_playbook(
     private_data_dir = tempfile.mkdtemp(prefix="ncclkit-runner-")
     cmdline = " ".join(filter(None, ["--check" if check else "", f"--tags {','.join(tags)}" if tags else ""]))
     failures: list[dict] = []
+    stats: dict = {}
 
     def collect(event: dict) -> bool:
+        if event.get("event") == "playbook_on_stats":
+            data = event.get("event_data", {})
+            stats.update({key: data.get(key, {}) for key in STATS_KEYS})
         if event.get("event") in PROGRESS_EVENTS:
             events.put(event)
         if event.get("event") in ("runner_on_failed", "runner_on_unreachable"):
@@ -69,13 +77,21 @@ def run_playbook(
             json_mode=True,
             quiet=True,
             event_handler=collect,
-            envvars={"ANSIBLE_CONFIG": str(Path(project_dir, "ansible.cfg").resolve())},
+            envvars=_ansible_env(Path(project_dir)),
         )
         _drain(events, thread, on_event)
-        return PlaybookResult(rc=runner.rc, status=runner.status, stats=runner.stats or {},
+        return PlaybookResult(rc=runner.rc, status=runner.status, stats=stats,
                               failures=failures)
     finally:
         shutil.rmtree(private_data_dir, ignore_errors=True)
+
+
+def _ansible_env(project_dir: Path) -> dict:
+    # ansible-playbook is found beside this interpreter, also when its venv is not activated.
+    env = {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    if (project_dir / "ansible.cfg").is_file():
+        env["ANSIBLE_CONFIG"] = str((project_dir / "ansible.cfg").resolve())
+    return env
 
 
 def _drain(events: queue.Queue, thread: threading.Thread, on_event) -> None:

@@ -1,0 +1,111 @@
+"""Choose each host's cluster NIC: the one whose IPv4 network holds the other hosts' addresses.
+
+Pure Python (stdlib only): the nccl_cluster_nic module and the ncclkit package both use it.
+Input per host is the nccl_preflight_nics fact: [{name, ipv4: [{address, prefix}], up, loopback}].
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import ipaddress
+
+# Interfaces that never carry NCCL traffic between hosts, unless the user names one.
+VIRTUAL_PATTERNS = ("lo", "docker*", "veth*", "virbr*", "br-*", "cni*", "flannel*", "cali*", "tailscale*")
+
+
+class ClusterNicError(ValueError):
+    """No NIC, or more than one, qualifies; the message lists the interfaces and the fix."""
+
+
+def choose_cluster_nic(host, nics_by_host, ifname=None, cluster_cidr=None):
+    """Return {ifname, address, prefix, network} for `host`, or raise ClusterNicError."""
+    own = nics_by_host[host]
+    if ifname:
+        return _named(host, own, ifname, nics_by_host)
+    candidates = [nic for nic in own if _usable(nic)]
+    if cluster_cidr:
+        network = _parse_cidr(cluster_cidr)
+        matches = _with_address_in(candidates, network)
+        return _exactly_one(host, matches, nics_by_host,
+                            f"in nccl_preflight_cluster_cidr {cluster_cidr}")
+    peers = [name for name in nics_by_host if name != host]
+    if not peers:
+        # One host has no peers to match: its only NIC, else the one with the default route.
+        pairs = [(nic, nic["ipv4"][0]) for nic in candidates]
+        if len(pairs) > 1:
+            pairs = [pair for pair in pairs if pair[0].get("default_route")]
+        return _exactly_one(host, pairs, nics_by_host, "to choose on a one-host cluster")
+    peer_addresses = {peer: _addresses(nics_by_host[peer]) for peer in peers}
+    matches = []
+    for nic in candidates:
+        for addr in nic["ipv4"]:
+            network = _network(addr)
+            if all(any(a in network for a in peer_addresses[peer]) for peer in peers):
+                matches.append((nic, addr))
+    return _exactly_one(host, matches, nics_by_host, "whose network holds every other host")
+
+
+def _named(host, own, ifname, nics_by_host):
+    for nic in own:
+        if nic["name"] == ifname and nic["ipv4"]:
+            return _result(nic, nic["ipv4"][0])
+    raise ClusterNicError(
+        f"{host} has no interface {ifname} with an IPv4 address (nccl_preflight_ifname). "
+        + _listing(nics_by_host)
+        + " Set nccl_preflight_ifname to one of the interfaces listed.")
+
+
+def _exactly_one(host, matches, nics_by_host, what):
+    if len(matches) == 1:
+        return _result(*matches[0])
+    if not matches:
+        problem = f"{host} has no NIC {what}"
+    else:
+        names = ", ".join(f"{nic['name']} ({addr['address']}/{addr['prefix']})" for nic, addr in matches)
+        problem = f"{host} has more than one NIC {what}: {names}"
+    raise ClusterNicError(
+        f"{problem}. " + _listing(nics_by_host)
+        + " Settle it with nccl_preflight_ifname (the interface name, e.g. eth1) or"
+        " nccl_preflight_cluster_cidr (the cluster network, e.g. 10.0.0.0/16).")
+
+
+def _listing(nics_by_host):
+    lines = []
+    for host, nics in nics_by_host.items():
+        described = ", ".join(
+            f"{nic['name']} " + (",".join(f"{a['address']}/{a['prefix']}" for a in nic["ipv4"]) or "no IPv4")
+            for nic in nics if not nic.get("loopback"))
+        lines.append(f"{host}: {described or 'no interfaces'}")
+    return "Interfaces: " + "; ".join(lines) + "."
+
+
+def _usable(nic):
+    return (nic.get("up", True) and not nic.get("loopback") and nic["ipv4"]
+            and not any(fnmatch.fnmatch(nic["name"], pattern) for pattern in VIRTUAL_PATTERNS))
+
+
+def _with_address_in(nics, network):
+    return [(nic, addr) for nic in nics for addr in nic["ipv4"]
+            if ipaddress.ip_address(addr["address"]) in network]
+
+
+def _addresses(nics):
+    return [ipaddress.ip_address(addr["address"]) for nic in nics for addr in nic["ipv4"]]
+
+
+def _network(addr):
+    return ipaddress.ip_network(f"{addr['address']}/{addr['prefix']}", strict=False)
+
+
+def _parse_cidr(cidr):
+    try:
+        return ipaddress.ip_network(cidr, strict=False)
+    except ValueError as error:
+        raise ClusterNicError(
+            f"nccl_preflight_cluster_cidr {cidr!r} is not an IPv4 network ({error}); "
+            "write it like 10.0.0.0/16.") from None
+
+
+def _result(nic, addr):
+    return {"ifname": nic["name"], "address": addr["address"], "prefix": addr["prefix"],
+            "network": str(_network(addr))}

@@ -1,0 +1,75 @@
+"""`ncclkit run`: site.yml through ansible-runner, with progress on the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ncclkit.paths import collection_root, site_playbook
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("run", help="run site.yml (or another playbook) on an inventory")
+    parser.add_argument("-i", "--inventory", default="inventories/lab",
+                        help="inventory file or folder (default: inventories/lab)")
+    parser.add_argument("--playbook", help="playbook to run (default: the collection's site.yml)")
+    parser.add_argument("--check", action="store_true", help="change nothing, show what would change")
+    parser.add_argument("--tags", default="", help="comma-separated tags to run")
+    parser.add_argument("-e", "--extra-var", action="append", default=[], metavar="NAME=VALUE",
+                        help="extra variable (repeatable)")
+    parser.set_defaults(handler=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from ncclkit.runner import run_playbook  # ansible-runner is slow to import
+
+    root = collection_root()
+    inventory = Path(args.inventory)
+    if not inventory.exists():
+        print(f"ncclkit run: inventory {inventory} does not exist "
+              f"(for the lab: run 'ncclkit lab up' first)", file=sys.stderr)
+        return 2
+    try:
+        extravars = dict(_split_assignment(item) for item in args.extra_var)
+    except ValueError as error:
+        print(f"ncclkit run: {error}", file=sys.stderr)
+        return 2
+    playbook = Path(args.playbook) if args.playbook else site_playbook(root)
+    result = run_playbook(playbook, inventory, project_dir=root, extravars=extravars,
+                          check=args.check, tags=[t for t in args.tags.split(",") if t],
+                          on_event=ProgressPrinter())
+    for failure in result.failures:
+        print(f"FAILED {failure['host']}: {failure['task']}: {failure['msg']}")
+    print(f"ncclkit run: {result.status} (rc {result.rc})")
+    return result.rc
+
+
+def _split_assignment(item: str) -> tuple[str, str]:
+    name, sep, value = item.partition("=")
+    if not sep or not name:
+        raise ValueError(f"extra variable {item!r} is not NAME=VALUE")
+    return name, value
+
+
+class ProgressPrinter:
+    """One line per play and task, plus each host's summary lines (debug messages)."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stdout
+        self.tasks_started = 0
+
+    def __call__(self, event: dict) -> None:
+        data = event.get("event_data", {})
+        kind = event.get("event")
+        if kind == "playbook_on_play_start":
+            print(f"== {data.get('play', '')}", file=self.stream, flush=True)
+        elif kind == "playbook_on_task_start":
+            self.tasks_started += 1
+            print(f"  [{self.tasks_started}] {data.get('task', '')}", file=self.stream, flush=True)
+        elif kind == "runner_on_ok" and data.get("task_action") in ("debug", "ansible.builtin.debug"):
+            message = data.get("res", {}).get("msg")
+            if isinstance(message, str):
+                print(f"      {message}", file=self.stream, flush=True)
+        elif kind in ("runner_on_failed", "runner_on_unreachable") and not data.get("ignore_errors"):
+            print(f"      {data.get('host')}: FAILED", file=self.stream, flush=True)

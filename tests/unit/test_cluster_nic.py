@@ -1,0 +1,98 @@
+import json
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.ncclkit.cluster.plugins.module_utils.cluster_nic import (
+    ClusterNicError,
+    choose_cluster_nic,
+)
+from ansible_collections.ncclkit.cluster.plugins.modules import nccl_cluster_nic
+
+
+def nic(name, *addresses, default_route=False, up=True):
+    ipv4 = [{"address": a.split("/")[0], "prefix": int(a.split("/")[1])} for a in addresses]
+    return {"name": name, "ipv4": ipv4, "mtu": 1500, "up": up, "loopback": name == "lo",
+            "default_route": default_route}
+
+
+def autodl_host(public, private):
+    # AutoDL-like: eth0 the public /32-ish side with the default route, eth1 the private network.
+    return [nic("lo", "127.0.0.1/8"), nic("eth0", f"{public}/32", default_route=True),
+            nic("eth1", f"{private}/24"), nic("docker0", "172.17.0.1/16")]
+
+
+CLUSTER = {
+    "node1": autodl_host("198.18.0.11", "198.19.0.11"),
+    "node2": autodl_host("198.18.0.12", "198.19.0.12"),
+    "node3": autodl_host("198.18.0.13", "198.19.0.13"),
+}
+
+
+def test_the_private_network_holding_every_peer_is_chosen():
+    for host in CLUSTER:
+        chosen = choose_cluster_nic(host, CLUSTER)
+        assert chosen["ifname"] == "eth1"
+        assert chosen["network"] == "198.19.0.0/24"
+    assert choose_cluster_nic("node2", CLUSTER)["address"] == "198.19.0.12"
+
+
+def test_docker_bridges_shared_by_every_host_never_qualify():
+    # Every host has docker0 172.17.0.1/16; the peers' docker0 addresses are in that network.
+    assert all(choose_cluster_nic(h, CLUSTER)["ifname"] != "docker0" for h in CLUSTER)
+
+
+def test_two_qualifying_nics_fail_listing_interfaces_and_the_variable():
+    shared = {h: nics + [nic("eth2", f"198.20.0.{i}/24")]
+              for i, (h, nics) in enumerate(CLUSTER.items(), start=1)}
+    with pytest.raises(ClusterNicError) as error:
+        choose_cluster_nic("node1", shared)
+    message = str(error.value)
+    assert "more than one NIC" in message and "eth1 (198.19.0.11/24)" in message
+    assert "node2: eth0 198.18.0.12/32" in message
+    assert "nccl_preflight_ifname" in message and "nccl_preflight_cluster_cidr" in message
+
+
+def test_no_common_network_fails():
+    split = dict(CLUSTER, node3=autodl_host("198.18.0.13", "198.21.0.13"))
+    with pytest.raises(ClusterNicError, match="node1 has no NIC whose network holds every other host"):
+        choose_cluster_nic("node1", split)
+
+
+def test_cluster_cidr_and_ifname_settle_it():
+    assert choose_cluster_nic("node1", CLUSTER, cluster_cidr="198.18.0.0/24")["ifname"] == "eth0"
+    assert choose_cluster_nic("node1", CLUSTER, ifname="docker0")["address"] == "172.17.0.1"
+    with pytest.raises(ClusterNicError, match="no interface eth9"):
+        choose_cluster_nic("node1", CLUSTER, ifname="eth9")
+    with pytest.raises(ClusterNicError, match="is not an IPv4 network"):
+        choose_cluster_nic("node1", CLUSTER, cluster_cidr="10.0.0.0/99")
+
+
+def test_down_interfaces_are_not_chosen():
+    down = {h: [n if n["name"] != "eth1" else dict(n, up=False) for n in nics] for h, nics in CLUSTER.items()}
+    with pytest.raises(ClusterNicError):
+        choose_cluster_nic("node1", down)
+
+
+def test_a_single_host_takes_its_default_route_nic():
+    assert choose_cluster_nic("node1", {"node1": CLUSTER["node1"]})["ifname"] == "eth0"
+
+
+def _run_module(capsys, args):
+    with patch_module_args(args), pytest.raises(SystemExit) as exit_info:
+        nccl_cluster_nic.main()
+    return exit_info.value.code, json.loads(capsys.readouterr().out)
+
+
+def test_module_returns_the_facts(capsys):
+    code, result = _run_module(capsys, {"host": "node3", "nics_by_host": CLUSTER, "_ansible_check_mode": True})
+    assert code == 0 and result["changed"] is False
+    assert result["ansible_facts"] == {"ncclkit_cluster_ifname": "eth1", "ncclkit_cluster_ip": "198.19.0.13",
+                                       "ncclkit_cluster_network": "198.19.0.0/24"}
+
+
+def test_module_fails_with_the_reason(capsys):
+    code, result = _run_module(capsys, {"host": "node1", "nics_by_host": CLUSTER, "ifname": "ib0"})
+    assert code == 1 and result["failed"] and "no interface ib0" in result["msg"]
+    code, result = _run_module(capsys, {"host": "node9", "nics_by_host": CLUSTER})
+    assert code == 1 and "run nccl_preflight on every host" in result["msg"]
