@@ -1,0 +1,294 @@
+"""Read NCCL, Gloo and torch.distributed logs into per-host facts and findings with a cause and a fix.
+
+Pure Python 3.8+ standard library: the nccl_diagnose module and the ncclkit package both use it.
+
+    result = read_nccl_log(text_or_bytes, cluster_cidr="10.0.0.0/8", expected_transport="socket")
+    result = read_nccl_log_files(["/var/log/train.log"])
+
+The result (a dict of plain JSON types):
+    hosts: {host: {bootstrap_nics: [{name, address}], net_nics: [{name, address?, kind}],
+                   transport: "Socket" | "IB" | "OFI(EFA)" | "OFI(<provider>)" | other | None,
+                   nccl_versions: ["2.28.9+cuda13.0"], env: {NCCL_SOCKET_IFNAME: "eth1", ...}}}
+    findings: [{code, severity, host, evidence, source, line, count, cause, fix}]  errors first
+    nccl_versions: every distinct NCCL version in the log
+    multi_node: whether the log shows more than one node
+    lines: how many lines were read
+    notes: remarks about the input (not UTF-8, nothing recognised)
+Lines that name no host (torch tracebacks, bare Gloo errors) are given the host of their launcher
+label when an NCCL line with that label names one, else the only host in the log, else
+default_host, else "unknown".
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Optional
+
+from .nccl_findings import (
+    match_line,
+    nccl_warning,
+    nic_findings,
+    parse_networks,
+    sort_key,
+    transport_findings,
+    version_findings,
+)
+from .nccl_log_lines import (
+    MAX_BYTES,
+    Line,
+    NcclLogError,
+    bootstrap_nics,
+    decode,
+    device_row_host,
+    env_setting,
+    net_nics,
+    network_name,
+    nccl_version,
+    node_count,
+    ofi_provider,
+    split_lines,
+)
+
+__all__ = ["MAX_BYTES", "NcclLogError", "TRANSPORTS", "read_nccl_log", "read_nccl_log_files"]
+
+TRANSPORTS = ("any", "socket", "ib", "efa")
+UNKNOWN_HOST = "unknown"
+_EVIDENCE_CHARS = 500
+
+
+def read_nccl_log(data, cluster_cidr=None, cluster_ips=None, expected_transport: str = "any",
+                  default_host: Optional[str] = None, max_bytes: int = MAX_BYTES, source: str = "content") -> dict:
+    """Diagnose one log given as str or bytes; raise NcclLogError (only) for unusable input."""
+    return _diagnose([(source, data)], cluster_cidr, cluster_ips, expected_transport, default_host, max_bytes)
+
+
+def read_nccl_log_files(paths, cluster_cidr=None, cluster_ips=None, expected_transport: str = "any",
+                        default_host: Optional[str] = None, max_bytes: int = MAX_BYTES) -> dict:
+    """Diagnose several log files as one log (all ranks of a job); max_bytes caps their total."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    sources, total = [], 0
+    for path in paths:
+        data = _read_file(path, max_bytes - total)
+        total += len(data)
+        sources.append((os.fsdecode(path), data))
+    return _diagnose(sources, cluster_cidr, cluster_ips, expected_transport, default_host, max_bytes)
+
+
+def _read_file(path, budget: int) -> bytes:
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        # open() would take an int for a file descriptor.
+        raise NcclLogError(f"expected a file path, got {type(path).__name__}")
+    name = os.fsdecode(path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(max(budget, 0) + 1)
+    except (OSError, ValueError) as error:
+        raise NcclLogError(f"{name}: cannot read: {getattr(error, 'strerror', None) or error}") from None
+    if len(data) > budget:
+        raise NcclLogError(f"{name}: the logs are over the {MAX_BYTES // 1048576} MiB limit together; "
+                           "pass the part around the failure (e.g. `tail -c 32M`)")
+    return data
+
+
+def _diagnose(sources, cluster_cidr, cluster_ips, expected_transport, default_host, max_bytes) -> dict:
+    if expected_transport not in TRANSPORTS:
+        raise NcclLogError(f"expected_transport must be one of {', '.join(TRANSPORTS)}, not {expected_transport!r}")
+    try:
+        networks = parse_networks(cluster_cidr, cluster_ips)
+    except (TypeError, ValueError) as error:
+        raise NcclLogError(str(error)) from None
+    log = _Log(expected_transport)
+    for source, data in sources:
+        text, notes = decode(data, source, max_bytes)
+        log.notes.extend(notes)
+        for line in split_lines(text):
+            log.add(source, line)
+    return log.result(networks, default_host or UNKNOWN_HOST)
+
+
+def _new_host() -> dict:
+    # nets and versions: {value: where it was first seen ({evidence, source, line})}; "net" is the last net.
+    # Only distinct values are kept, so that memory (and the garbage collector's work) stays small.
+    return {"bootstrap_nics": [], "net_nics": [], "nets": {}, "net": None, "ofi": [], "versions": {}, "env": {}}
+
+
+class _Log:
+    """What the lines said so far; hosts of unlabelled lines are settled at the end."""
+
+    def __init__(self, expected_transport: str):
+        self.expected = expected_transport
+        self.hosts: Dict[str, dict] = {}
+        self.label_hosts: Dict[str, str] = {}
+        self.pending: Dict[tuple, dict] = {}  # (code, host, label, cause) -> first finding, with a count
+        self.loose_versions: Dict[tuple, dict] = {}  # (version, label) -> origin, from lines without a host
+        self.nodes = 0
+        self.lines = 0
+        self.notes: List[str] = []
+
+    def add(self, source: str, line: Line) -> None:
+        self.lines += 1
+        if line.host:
+            if line.label:
+                self.label_hosts.setdefault(line.label, line.host)
+            self._facts(self._host(line.host), line, source)
+        else:
+            self._loose_facts(line, source)
+        self._findings(line, source)
+
+    def _host(self, name: str) -> dict:
+        if name not in self.hosts:
+            self.hosts[name] = _new_host()
+        return self.hosts[name]
+
+    def _facts(self, host: dict, line: Line, source: str) -> None:
+        for nic in bootstrap_nics(line):
+            _add_nic(host["bootstrap_nics"], nic, line, source)
+        for nic in net_nics(line):
+            _add_nic(host["net_nics"], nic, line, source)
+        net, provider, version, setting = network_name(line), ofi_provider(line), nccl_version(line), env_setting(line)
+        if net:
+            if net not in host["nets"]:
+                host["nets"][net] = _origin(line, source)
+            host["net"] = net
+        if provider and provider not in host["ofi"]:
+            host["ofi"].append(provider)
+        if version and version not in host["versions"]:
+            host["versions"][version] = _origin(line, source)
+        if setting:
+            host["env"][setting[0]] = setting[1]
+        # A channel over NET/ joins ranks that NCCL sees on different nodes.
+        self.nodes = max(self.nodes, node_count(line) or 0, 2 if net and "via NET/" in line.msg else 0)
+
+    def _loose_facts(self, line: Line, source: str) -> None:
+        row_host = device_row_host(line)
+        if row_host:
+            self._host(row_host)
+        version = nccl_version(line)
+        if version and (version, line.label) not in self.loose_versions:
+            self.loose_versions[(version, line.label)] = _origin(line, source)
+
+    def _findings(self, line: Line, source: str) -> None:
+        found = match_line(line.text, self.expected)
+        if not found and line.level == "WARN":
+            found = [nccl_warning(line.msg)]
+        for finding in found:
+            key = (finding["code"], line.host, line.label, finding["cause"])
+            if key in self.pending:
+                self.pending[key]["count"] += 1
+            else:
+                self.pending[key] = dict(finding, count=1, **_origin(line, source))
+
+    # ---- the end ----
+
+    def result(self, networks, default_host: str) -> dict:
+        fallback = next(iter(self.hosts)) if len(self.hosts) == 1 else default_host
+
+        def settle(label):
+            return self.label_hosts.get(label) or fallback
+
+        for (version, label), origin in self.loose_versions.items():
+            if settle(label) != UNKNOWN_HOST:
+                self._host(settle(label))["versions"].setdefault(version, origin)
+        findings = [dict(finding, host=host or settle(label))
+                    for (_, host, label, _), finding in self.pending.items()]
+        findings += self._derived(networks)
+        return {
+            "hosts": {name: _public(facts) for name, facts in self.hosts.items()},
+            "findings": _dedupe(findings),
+            "nccl_versions": _distinct([v for facts in self.hosts.values() for v in facts["versions"]]
+                                       + [version for version, _ in self.loose_versions]),
+            "multi_node": self._multi_node(),
+            "lines": self.lines,
+            "notes": self.notes + self._nothing_note(findings),
+        }
+
+    def _multi_node(self) -> bool:
+        return len(self.hosts) > 1 or self.nodes > 1
+
+    def _derived(self, networks) -> List[dict]:
+        found = []
+        for name, facts in self.hosts.items():
+            found += nic_findings(name, facts, networks, self._multi_node())
+            found += transport_findings(name, _transports(facts), self.expected)
+        found += version_findings({name: list(facts["versions"].items()) for name, facts in self.hosts.items()})
+        return found
+
+    def _nothing_note(self, findings) -> List[str]:
+        if self.hosts or findings:
+            return []
+        return ["no NCCL, Gloo or torch.distributed lines were recognised "
+                "(run with NCCL_DEBUG=INFO to get NCCL's own lines)"]
+
+
+def _origin(line: Line, source: str) -> dict:
+    return {"evidence": line.text.strip()[:_EVIDENCE_CHARS], "source": source, "line": line.number}
+
+
+def _add_nic(nics: List[dict], nic: dict, line: Line, source: str) -> None:
+    if not any(known["name"] == nic["name"] and known.get("address") == nic.get("address") for known in nics):
+        nics.append(dict(nic, origin=_origin(line, source)))
+
+
+def _transports(facts: dict) -> List[tuple]:
+    """[(transport, origin)]: from "Using network"/channel lines, else implied by the NICs listed."""
+    if facts["nets"]:
+        # The last net is the one in use; the others, in order, may still show a fallback.
+        nets = [net for net in facts["nets"] if net != facts["net"]] + [facts["net"]]
+        return [(_transport(net, facts["ofi"]), facts["nets"][net]) for net in nets]
+    if facts["net_nics"]:
+        # No "Using network" line (NCCL before 2.5, or a cut log): go by the last NIC listing.
+        nic = facts["net_nics"][-1]
+        kind = {"Socket": "Socket", "OFI": "OFI"}.get(nic["kind"], "IB")
+        return [(_transport(kind, facts["ofi"]), nic["origin"])]
+    return []
+
+
+def _transport(net: str, providers: List[str]) -> str:
+    net = net.strip()
+    if net == "Socket":
+        return "Socket"
+    if net.startswith("IB"):
+        return "IB"  # IB, and the IBext plugins (HPC-X, SHARP)
+    if "Libfabric" in net or net.startswith("OFI"):
+        provider = providers[-1] if providers else ""
+        if provider.startswith("efa"):
+            return "OFI(EFA)"
+        return f"OFI({provider})" if provider else "OFI"
+    return net
+
+
+def _public(facts: dict) -> dict:
+    transports = _transports(facts)
+    return {
+        "bootstrap_nics": [_without_origin(nic) for nic in facts["bootstrap_nics"]],
+        "net_nics": [_without_origin(nic) for nic in facts["net_nics"]],
+        "transport": transports[-1][0] if transports else None,
+        "nccl_versions": list(facts["versions"]),
+        "env": dict(facts["env"]),
+    }
+
+
+def _without_origin(nic: dict) -> dict:
+    return {key: value for key, value in nic.items() if key != "origin"}
+
+
+def _distinct(values) -> List[str]:
+    seen = []
+    for value in values:
+        if value not in seen:
+            seen.append(value)
+    return seen
+
+
+def _dedupe(findings: List[dict]) -> List[dict]:
+    """One finding per (code, host, cause), keeping the first evidence and counting the rest."""
+    merged: Dict[tuple, dict] = {}
+    for finding in findings:
+        key = (finding["code"], finding["host"], finding["cause"])
+        if key in merged:
+            merged[key]["count"] += finding.get("count", 1)
+        else:
+            merged[key] = dict(finding, count=finding.get("count", 1))
+    keys = ("code", "severity", "host", "evidence", "source", "line", "count", "cause", "fix")
+    return [{key: finding.get(key) for key in keys} for finding in sorted(merged.values(), key=sort_key)]

@@ -1,0 +1,225 @@
+"""Turn raw log input into lines, and read the parts of one line NCCL diagnosis needs.
+
+Pure Python 3.8+ standard library: the nccl_diagnose module and the ncclkit package share it.
+
+A line may carry, before the text NCCL or torch wrote, a timestamp in any
+NCCL_DEBUG_TIMESTAMP_FORMAT, a launcher label (mpirun --tag-output "[1,0]<stdout>:", torchrun
+"[rank0]:", MPICH "[0] "), or colour codes. So the NCCL prefix "host:pid:tid [dev]" is searched
+anywhere in the line instead of being anchored at its start.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import List, NamedTuple, Optional, Tuple
+
+MAX_BYTES = 64 * 1024 * 1024
+# Longer lines are not NCCL lines; cutting them keeps every pattern linear in the input.
+MAX_LINE = 8192
+_BINARY_SAMPLE = 64 * 1024
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# Launcher labels, possibly several ("[80746] [rank0]:"); the most specific one names the process.
+# Colour codes whose escape character was lost on the way ("[0m ") are dropped the same way.
+_LABEL = re.compile(
+    r"\s*(?:\[(?P<mpi>\d+,\d+)\]<(?:stdout|stderr)>:|\[(?P<torch>rank\d+)\]:|\[(?P<idx>\d+)\] |"
+    r"\[(?P<colour>[0-9;]*)m)")
+# "host:pid:tid [dev] [seconds] [file.cc:123] NCCL LEVEL message" (2.12 to 2.30; TRACE adds seconds).
+# The look-behind lets a match start only where a host name can start, which keeps it linear.
+NCCL_LINE = re.compile(
+    r"(?<![\w.\-<>])(?P<host>[\w.\-<>]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] "
+    r"(?:\d+\.\d+ )?(?:(?P<where>\S+:\d+) )?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<msg>.*)")
+# NCCL before 2.9 printed its version without the prefix, on rank 0 only.
+_BARE_VERSION = re.compile(r"^\s*NCCL version (?P<version>\d+\.\d+\.\d+\S*)")
+_VERSION = re.compile(r"\bNCCL version (?P<version>\d+\.\d+\.\d+\S*)")
+# nccl-tests' device table: "#  Rank  0 Group  0 Pid   2841 on      node0 device  0 [..] NVIDIA H200".
+_DEVICE_ROW = re.compile(r"^#\s+Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device")
+# nccl-tests names the host before its failures: "node0: Test NCCL failure ...", " .. node0 pid 1: Test failure".
+_TEST_HOST = re.compile(r"(?:^|\s)(?P<host>[\w.\-]+)(?:: Test (?:NCCL|CUDA) failure | pid \d+: Test failure )")
+_NNODES = re.compile(r"\bnNodes (?P<n>\d+)")
+_ENV = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]+) set by environment to (?P<value>.*?)\.?\s*$")
+_BOOTSTRAP = re.compile(r"^Bootstrap ?: Using (?P<list>.+)$")
+_NET_SOCKET = re.compile(r"^NET/Socket ?: Using (?P<list>.+)$")
+_NET_IB = re.compile(r"^NET/IB ?: Using (?P<list>.+)$")
+_IB_DEVICE = re.compile(r"\[\d+\](?P<name>[^\s:\[\]]+):(?P<port>\d+)/(?P<link>\w+)")
+_OFI = re.compile(r"^NET/OFI Selected [Pp]rovider is (?P<provider>[^,\s(]+)")
+_NETWORK = re.compile(r"^Using network (?P<net>.+?)\s*$")
+_CHANNEL_NET = re.compile(r"\bvia NET/(?P<net>[^/\s][^/]*)/")
+
+
+class NcclLogError(ValueError):
+    """The input cannot be read as a log (wrong type, too large, binary); the message says why."""
+
+
+class Line(NamedTuple):
+    number: int
+    text: str             # the line without colour codes and launcher labels
+    label: Optional[str]  # launcher label ("1,0", "rank0", "0") naming the process, if any
+    host: Optional[str]   # host from the NCCL prefix, if the line has one
+    level: Optional[str]  # NCCL level: INFO, WARN, TRACE, ABORT
+    msg: str              # NCCL message after the prefix, else the text
+
+
+def decode(data, source: str, max_bytes: int = MAX_BYTES) -> Tuple[str, List[str]]:
+    """Return (text, notes) from str or bytes; raise NcclLogError for unusable input."""
+    if isinstance(data, str):
+        if len(data) > max_bytes:
+            raise NcclLogError(_too_large(source, len(data), max_bytes))
+        return data.replace("\x00", ""), []
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise NcclLogError(f"{source}: expected text or bytes, got {type(data).__name__}")
+    raw = bytes(data)
+    if len(raw) > max_bytes:
+        raise NcclLogError(_too_large(source, len(raw), max_bytes))
+    # Zero padding (a log file cut short by a crash) is not binary content.
+    raw = raw.replace(b"\x00", b"")
+    if _looks_binary(raw[:_BINARY_SAMPLE]):
+        raise NcclLogError(f"{source}: looks like a binary file, not a text log")
+    try:
+        return raw.decode("utf-8"), []
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", errors="replace")
+        bad = text.count("\ufffd") - raw.decode("utf-8", errors="ignore").count("\ufffd")
+        return text, [f"{source}: not valid UTF-8; {bad} undecodable byte sequence(s) were replaced with U+FFFD"]
+
+
+def _too_large(source, size, max_bytes):
+    return (f"{source}: {size / 1048576:.1f} MiB is over the {max_bytes // 1048576} MiB limit; "
+            "pass the part around the failure (e.g. `tail -c 32M`)")
+
+
+def _looks_binary(sample: bytes) -> bool:
+    # Text logs have almost no control characters and decode as UTF-8 (or nearly so).
+    if not sample:
+        return False
+    text = sample.decode("utf-8", errors="replace")
+    odd = sum(1 for ch in text if ch == "\ufffd" or (ch < " " and ch not in "\t\n\r\f\v\x1b"))
+    return odd > 0.3 * len(text)
+
+
+def split_lines(text: str):
+    """Yield Line records, numbered from 1."""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        yield parse_line(number, raw[:MAX_LINE])
+
+
+def parse_line(number: int, raw: str) -> Line:
+    text = ANSI.sub("", raw) if "\x1b" in raw else raw
+    label, text = _strip_labels(text) if text[:1] in ("[", " ", "\t") else (None, text)
+    match = NCCL_LINE.search(text) if "NCCL" in text else None
+    if match:
+        return Line(number, text, label, match.group("host"), match.group("level"), match.group("msg").strip())
+    match = _TEST_HOST.search(text) if "Test " in text else None
+    return Line(number, text, label, match.group("host") if match else None, None, text.strip())
+
+
+def _strip_labels(text: str) -> Tuple[Optional[str], str]:
+    found = {}
+    while True:
+        match = _LABEL.match(text)
+        if not match:
+            break
+        for kind, value in match.groupdict().items():
+            if value is not None:
+                found.setdefault(kind, value)
+        text = text[match.end():]
+    for kind in ("mpi", "torch", "idx"):  # not "colour"
+        if kind in found:
+            return found[kind], text
+    return None, text
+
+
+# ---- facts carried by single lines ----
+
+def nccl_version(line: Line) -> Optional[str]:
+    if "NCCL version" not in line.text:
+        return None
+    if line.level:
+        match = _VERSION.search(line.msg)
+    else:
+        match = _BARE_VERSION.match(line.text)
+    return match.group("version") if match else None
+
+
+def device_row_host(line: Line) -> Optional[str]:
+    match = _DEVICE_ROW.match(line.text) if line.text.startswith("#") else None
+    return match.group("host") if match else None
+
+
+def node_count(line: Line) -> Optional[int]:
+    match = _NNODES.search(line.msg) if line.level and "nNodes" in line.msg else None
+    return int(match.group("n")) if match else None
+
+
+def env_setting(line: Line) -> Optional[Tuple[str, str]]:
+    match = _ENV.match(line.msg) if line.level and "set by environment" in line.msg else None
+    return (match.group("name"), match.group("value")) if match else None
+
+
+def bootstrap_nics(line: Line) -> List[dict]:
+    match = _BOOTSTRAP.match(line.msg) if line.level and line.msg.startswith("Bootstrap") else None
+    return _socket_list(match.group("list")) if match else []
+
+
+def net_nics(line: Line) -> List[dict]:
+    """NICs from "NET/Socket : Using ...", "NET/IB : Using ... ; OOB ..." or "NET/OFI Selected provider"."""
+    if not line.level or not line.msg.startswith("NET/"):
+        return []
+    match = _NET_SOCKET.match(line.msg)
+    if match:
+        return [dict(nic, kind="Socket") for nic in _socket_list(match.group("list"))]
+    match = _NET_IB.match(line.msg)
+    if match:
+        devices, _, oob = match.group("list").partition(";")
+        nics = [{"name": f"{m.group('name')}:{m.group('port')}", "kind": m.group("link")}
+                for m in _IB_DEVICE.finditer(devices)]
+        oob = oob.strip()
+        if oob.startswith("OOB"):
+            nics += [dict(nic, kind="OOB") for nic in _socket_list(oob[3:])]
+        return nics
+    match = _OFI.match(line.msg)
+    return [{"name": match.group("provider"), "kind": "OFI"}] if match else []
+
+
+def network_name(line: Line) -> Optional[str]:
+    """The net plugin a communicator uses: "Using network X" or a channel's "via NET/X/0"."""
+    if not line.level or ("Using network" not in line.msg and "via NET/" not in line.msg):
+        return None
+    match = _NETWORK.match(line.msg) or _CHANNEL_NET.search(line.msg)
+    return match.group("net") if match else None
+
+
+def ofi_provider(line: Line) -> Optional[str]:
+    match = _OFI.match(line.msg) if line.level and line.msg.startswith("NET/OFI") else None
+    return match.group("provider") if match else None
+
+
+def _socket_list(listing: str) -> List[dict]:
+    # "[0]eth0:10.0.0.1<0> [1]veth1:fe80::1%veth1<0>" or, since 2.19, "eth0:10.0.0.1<0>".
+    nics = []
+    for item in listing.split():
+        item = re.sub(r"^\[\d+\]", "", item)
+        item = re.sub(r"<\d+>$", "", item)
+        if ":" in item:
+            name, address = split_name_address(item)
+            nics.append({"name": name, "address": address})
+    return nics
+
+
+def split_name_address(item: str) -> Tuple[str, str]:
+    """Split "eth0:10.0.0.1", "eno1:avahi:10.0.0.1" or "eth1:fe80::1%eth1" into name and address."""
+    for index, char in enumerate(item):
+        if char == ":" and parse_address(item[index + 1:]) is not None:
+            return item[:index], item[index + 1:]
+    name, _, address = item.rpartition(":")
+    return name, address
+
+
+def parse_address(text: str):
+    """An ip_address for "10.0.0.1", "fe80::1%eth0" or "[::1]", else None."""
+    text = text.strip("[]").split("%", 1)[0]
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
