@@ -9,7 +9,10 @@ if [ "$(basename "$0")" = ncclkit-mpirun ]; then
   kind=multi
   for arg; do case "$arg" in */all_reduce_perf) here=$(dirname "$arg") ;; esac; done
 fi
-echo "$kind NCCL_DEBUG=${NCCL_DEBUG:-} NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-} $*" >> /tmp/ncclkit-standin.log
+echo "$kind NCCL_DEBUG=${NCCL_DEBUG:-} NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-} $*" >> "${STANDIN_LOG:-/tmp/ncclkit-standin.log}"
+if [ "$1" = -h ]; then  # the usage line of nccl-tests 2.17.3+
+  echo "[-J,--output_file <file> write output to filepath, if accessible. Infer type from suffix]"; exit 0
+fi
 json="" previous=""
 for arg; do [ "$previous" = -J ] && json=$arg; previous=$arg; done
 [ -e "$here/$kind.hang" ] && exec sleep 3599  # a number no other process sleeps, for tests to look for

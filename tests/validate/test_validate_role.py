@@ -173,14 +173,17 @@ def test_busbw_below_the_gate_fails_with_the_numbers_and_old_nccl_tests_get_no_j
     assert not list(folder.glob("raw/*/*.json"))
 
 
-def test_a_binary_without_mpi_fails_the_rank_count(lab, tmp_path):
-    done, folder = validate(lab, tmp_path, contract_facts("nompi"))
+def test_a_binary_without_mpi_fails_the_rank_count_and_one_of_unknown_version_is_asked_for_json(lab, tmp_path):
+    facts = contract_facts("nompi")
+    facts["ncclkit_nccl_tests"]["version"] = ""
+    done, folder = validate(lab, tmp_path, facts)
     assert done.returncode != 0
     tail = failure_tail(done)
     assert "multi-node across node1, node2: 1 ranks on 1 host(s) (vm), expected_ranks is 2" in tail
     assert "built without MPI=1" in tail
     multi = runs_by_title(report_of(folder))["multi-node across node1, node2"]
     assert multi["perf"]["run_count"] == 2 and not multi["passed"]
+    assert multi["command"][-2] == "-J"  # the stand-in's -h lists --output_file
 
 
 def test_an_incomplete_run_fails_with_its_failure_and_the_diagnosis(lab, tmp_path):
