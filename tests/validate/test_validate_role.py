@@ -39,7 +39,9 @@ MODES = {
     "incomplete": {"single.txt": ONE_GPU.read_bytes(), "multi.txt": BAD_IFNAME.read_bytes(), "multi.rc": b"3\n"},
     # A binary built without MPI=1: under mpirun each rank runs alone and prints a whole run.
     "nompi": {"single.txt": ONE_GPU.read_bytes(), "multi.txt": ONE_GPU.read_bytes() * 2},
-    "hang": {"single.txt": ONE_GPU.read_bytes(), "multi.hang": b""},
+    # The launch hangs after NCCL's first lines, as across nodes: bootstrap on the wrong NIC.
+    "hang": {"single.txt": ONE_GPU.read_bytes(), "multi.hang": b"",
+             "multi.txt": b"".join((SAMPLES / "h200-2host-socket-nccl-debug-info.txt").open("rb").readlines()[:16])},
 }
 STANDIN_LOG = "/tmp/ncclkit-standin.log"
 
@@ -53,7 +55,7 @@ def lab(tmp_path_factory):
     for node in ("node1", "node2"):
         install_standins(lab, node)
     # node2 hangs on its own too in the "hang" mode.
-    run_in(lab, "node2", "touch /opt/standin/hang/single.hang")
+    run_in(lab, "node2", "touch /opt/standin/hang/single.hang && rm /opt/standin/hang/single.txt")
     yield lab
     lab.down()
     assert leftovers(INDEX, inventory) == []
@@ -200,11 +202,16 @@ def test_an_incomplete_run_fails_with_its_failure_and_the_diagnosis(lab, tmp_pat
 
 def test_a_hang_ends_in_a_timeout_verdict(lab, tmp_path):
     started = time.monotonic()
-    done, folder = validate(lab, tmp_path, contract_facts("hang", nccl_validate_timeout_s=2))
+    done, folder = validate(lab, tmp_path, contract_facts("hang", nccl_validate_timeout_s=2,
+                                                          ncclkit_cluster_network="198.19.60.0/24"))
     assert done.returncode != 0 and time.monotonic() - started < 120
     tail = failure_tail(done)
     assert "single-node on node2: all_reduce_perf did not finish within 2 s and was stopped: it hung" in tail
     assert "multi-node across node1, node2: all_reduce_perf did not finish within 2 s" in tail
+    # What it printed before it hung names the cause.
+    for node in ("node0", "node1"):
+        assert (f"  {node}: NCCL uses lo 127.0.0.1 for bootstrap, outside the cluster network 198.19.60.0/24: "
+                "it picked the wrong NIC") in tail
     runs = runs_by_title(report_of(folder))
     assert runs["single-node on node1"]["passed"] and runs["single-node on node2"]["rc"] == 124
     assert run_in(lab, "node2", "pgrep -f '^sleep 3599' || true").strip() == ""  # the hung process is gone
