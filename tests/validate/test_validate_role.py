@@ -217,6 +217,19 @@ def test_a_hang_ends_in_a_timeout_verdict(lab, tmp_path):
     assert run_in(lab, "node2", "pgrep -f '^sleep 3599' || true").strip() == ""  # the hung process is gone
 
 
+def test_gpus_without_nccl_tests_fail_before_running_anything(lab, tmp_path):
+    facts = contract_facts("pass")
+    facts["ncclkit_nccl_tests"] = {"available": False, "reason": "nvcc not found", "bin_dir": ""}
+    done, folder = validate(lab, tmp_path, facts)
+    assert done.returncode != 0
+    tail = failure_tail(done)
+    for title in ("single-node on node1", "single-node on node2", "multi-node across node1, node2"):
+        assert (f"{title}: not run: nccl-tests is not available (nvcc not found): run the nccl_tests role, or "
+                "set nccl_validate_bin_dir to a folder holding all_reduce_perf") in tail
+    report = report_of(folder)
+    assert [run["ran"] for run in report["runs"]] == [False, False, False] and not list(folder.glob("raw/*"))
+
+
 def test_hosts_without_gpu_skip_the_gpu_checks_and_pass_with_the_network_facts(lab, tmp_path):
     network = {"port_range": [32768, 60999], "master_port": 29500, "extra_ports": [], "firewall": "nftables",
                "reachability": {}, "verdicts": [], "passed": True}
