@@ -68,16 +68,18 @@ def run_in(lab: Lab, node: str, script: str) -> str:
 
 
 def install_standins(lab: Lab, node: str) -> None:
-    script = [f"mkdir -p /opt/ncclkit/bin && cp {HERE / 'standin.sh'} /opt/standin.sh",
-              "ln -sf /opt/standin.sh /opt/ncclkit/bin/ncclkit-mpirun"]
-    for mode, files in MODES.items():
-        script.append(f"mkdir -p /opt/standin/{mode} && ln -sf /opt/standin.sh /opt/standin/{mode}/all_reduce_perf")
-    run_in(lab, node, " && ".join(script))
-    for mode, files in MODES.items():
-        for name, content in files.items():
-            done = lab.exec(node, ["sh", "-c", f"cat > /opt/standin/{mode}/{name}"], input=content,
-                            capture_output=True, timeout=30)
-            assert done.returncode == 0
+    # Through stdin: a node's /tmp is its own, so a checkout under /tmp is not visible inside.
+    files = {"/opt/standin.sh": (HERE / "standin.sh").read_bytes()}
+    files.update((f"/opt/standin/{mode}/{name}", content) for mode, names in MODES.items()
+                 for name, content in names.items())
+    for path, content in files.items():
+        done = lab.exec(node, ["sh", "-c", f"mkdir -p {os.path.dirname(path)} && cat > {path}"], input=content,
+                        capture_output=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+    links = ["chmod +x /opt/standin.sh", "mkdir -p /opt/ncclkit/bin",
+             "ln -sf /opt/standin.sh /opt/ncclkit/bin/ncclkit-mpirun"]
+    links += [f"ln -sf /opt/standin.sh /opt/standin/{mode}/all_reduce_perf" for mode in MODES]
+    run_in(lab, node, " && ".join(links))
 
 
 def contract_facts(mode: str, **overrides) -> dict:
