@@ -31,18 +31,21 @@ ONE_GPU = SAMPLES / "h200-1gpu-all_reduce_perf.txt"
 TWO_HOSTS = SAMPLES / "h200-2host-socket-defaults.txt"
 BAD_IFNAME = SAMPLES / "h200-2host-bad-socket-ifname.txt"
 
-# Stand-in folders on every node: file name -> content (bytes) or None for a flag file.
+DEBUG_INFO_HEAD = b"".join((SAMPLES / "h200-2host-socket-nccl-debug-info.txt").open("rb").readlines()[:16])
+
+# Stand-in folders, the same on every node: file name -> content. Each mode is one play, with
+# failures of different kinds in its single-node and multi-node runs.
 MODES = {
     "pass": {"single.txt": ONE_GPU.read_bytes(),
              "single.json": (SAMPLES / "h200-1gpu-all_reduce_perf.json").read_bytes(),
              "multi.txt": TWO_HOSTS.read_bytes()},
-    "incomplete": {"single.txt": ONE_GPU.read_bytes(), "multi.txt": BAD_IFNAME.read_bytes(), "multi.rc": b"3\n"},
-    # A binary built without MPI=1: under mpirun each rank runs alone and prints a whole run.
-    "nompi": {"single.txt": ONE_GPU.read_bytes(), "multi.txt": ONE_GPU.read_bytes() * 2},
-    # The launch hangs after NCCL's first lines, as across nodes: bootstrap on the wrong NIC.
-    "hang": {"single.txt": ONE_GPU.read_bytes(), "multi.hang": b"",
-             "multi.txt": b"".join((SAMPLES / "h200-2host-socket-nccl-debug-info.txt").open("rb").readlines()[:16])},
+    # node2 alone hangs after NCCL's first lines (bootstrap on lo); across nodes busbw is 2.99.
+    "slow": {"single.txt": ONE_GPU.read_bytes(), "multi.txt": TWO_HOSTS.read_bytes()},
+    # node2 alone dies (no socket interface); across nodes each rank runs alone: no MPI=1.
+    "broken": {"single.txt": ONE_GPU.read_bytes(), "multi.txt": ONE_GPU.read_bytes() * 2},
 }
+NODE2 = {"slow": {"single.txt": DEBUG_INFO_HEAD, "single.hang": b""},
+         "broken": {"single.txt": BAD_IFNAME.read_bytes(), "single.rc": b"3\n"}}
 STANDIN_LOG = "/tmp/ncclkit-standin.log"
 
 
@@ -52,10 +55,8 @@ def lab(tmp_path_factory):
     lab = Lab(INDEX)
     lab.down()
     assert lab.up(nodes=2, inventory_path=inventory) is True
-    for node in ("node1", "node2"):
-        install_standins(lab, node)
-    # node2 hangs on its own too in the "hang" mode.
-    run_in(lab, "node2", "touch /opt/standin/hang/single.hang && rm /opt/standin/hang/single.txt")
+    install_standins(lab, "node1", MODES)
+    install_standins(lab, "node2", {mode: {**files, **NODE2.get(mode, {})} for mode, files in MODES.items()})
     yield lab
     lab.down()
     assert leftovers(INDEX, inventory) == []
@@ -67,10 +68,10 @@ def run_in(lab: Lab, node: str, script: str) -> str:
     return done.stdout
 
 
-def install_standins(lab: Lab, node: str) -> None:
+def install_standins(lab: Lab, node: str, modes: dict) -> None:
     # Through stdin: a node's /tmp is its own, so a checkout under /tmp is not visible inside.
     files = {"/opt/standin.sh": (HERE / "standin.sh").read_bytes()}
-    files.update((f"/opt/standin/{mode}/{name}", content) for mode, names in MODES.items()
+    files.update((f"/opt/standin/{mode}/{name}", content) for mode, names in modes.items()
                  for name, content in names.items())
     for path, content in files.items():
         done = lab.exec(node, ["sh", "-c", f"mkdir -p {os.path.dirname(path)} && cat > {path}"], input=content,
@@ -162,61 +163,54 @@ def test_a_healthy_cluster_passes_with_fetched_outputs_and_a_report(lab, tmp_pat
     assert (folder / "busbw.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_busbw_below_the_gate_fails_with_the_numbers_and_old_nccl_tests_get_no_json(lab, tmp_path):
-    facts = contract_facts("pass", nccl_validate_min_busbw_gbps=3.0)
-    facts["ncclkit_nccl_tests"]["version"] = "2.16.9"
-    done, folder = validate(lab, tmp_path, facts)
-    assert done.returncode != 0
-    tail = failure_tail(done)
-    assert "nccl_validate FAILED: 3 run(s), 2 passed" in tail
-    assert ("multi-node across node1, node2: busbw 2.99 GB/s at 536870912 B is below min_busbw_gbps 3" in tail)
-    assert f"report: {folder}" in tail
-    report = report_of(folder)
-    assert report["verdict"] == "failed" and len(report["reasons"]) == 1
-    assert all("-J" not in run["command"] for run in report["runs"])
-    assert not list(folder.glob("raw/*/*.json"))
-
-
-def test_a_binary_without_mpi_fails_the_rank_count_and_one_of_unknown_version_is_asked_for_json(lab, tmp_path):
-    facts = contract_facts("nompi")
-    facts["ncclkit_nccl_tests"]["version"] = ""
-    done, folder = validate(lab, tmp_path, facts)
-    assert done.returncode != 0
-    tail = failure_tail(done)
-    assert "multi-node across node1, node2: 1 ranks on 1 host(s) (vm), expected_ranks is 2" in tail
-    assert "built without MPI=1" in tail
-    multi = runs_by_title(report_of(folder))["multi-node across node1, node2"]
-    assert multi["perf"]["run_count"] == 2 and not multi["passed"]
-    assert multi["command"][-2] == "-J"  # the stand-in's -h lists --output_file
-
-
-def test_an_incomplete_run_fails_with_its_failure_and_the_diagnosis(lab, tmp_path):
-    done, folder = validate(lab, tmp_path, contract_facts("incomplete"))
-    assert done.returncode != 0
-    tail = failure_tail(done)
-    assert "multi-node across node1, node2: the run is incomplete, it failed: node0: Test NCCL failure" in tail
-    assert "node0: NCCL found no network interface to use" in tail  # nccl_diagnose's cause
-    multi = runs_by_title(report_of(folder))["multi-node across node1, node2"]
-    assert multi["rc"] == 3 and multi["perf"]["complete"] is False
-    assert {finding["code"] for finding in multi["diagnosis"]["findings"]} >= {"no_socket_interface", "test_nccl_failure"}
-    assert (folder / "raw/node1/multi.txt").read_bytes() == BAD_IFNAME.read_bytes()
-
-
-def test_a_hang_ends_in_a_timeout_verdict(lab, tmp_path):
+def test_a_hang_and_low_busbw_fail_with_the_cause_and_the_numbers(lab, tmp_path):
+    facts = contract_facts("slow", nccl_validate_timeout_s=2, nccl_validate_min_busbw_gbps=3.0,
+                           ncclkit_cluster_network="198.19.60.0/24")
+    facts["ncclkit_nccl_tests"]["version"] = "2.16.9"  # before -J
     started = time.monotonic()
-    done, folder = validate(lab, tmp_path, contract_facts("hang", nccl_validate_timeout_s=2,
-                                                          ncclkit_cluster_network="198.19.60.0/24"))
+    done, folder = validate(lab, tmp_path, facts)
     assert done.returncode != 0 and time.monotonic() - started < 120
     tail = failure_tail(done)
+    assert "nccl_validate FAILED: 3 run(s), 1 passed" in tail
     assert "single-node on node2: all_reduce_perf did not finish within 2 s and was stopped: it hung" in tail
-    assert "multi-node across node1, node2: all_reduce_perf did not finish within 2 s" in tail
     # What it printed before it hung names the cause.
     for node in ("node0", "node1"):
         assert (f"  {node}: NCCL uses lo 127.0.0.1 for bootstrap, outside the cluster network 198.19.60.0/24: "
                 "it picked the wrong NIC") in tail
-    runs = runs_by_title(report_of(folder))
+    assert "multi-node across node1, node2: busbw 2.99 GB/s at 536870912 B is below min_busbw_gbps 3" in tail
+    # The fail message is the play's last output before the recap, and ends with the report.
+    assert done.stdout.split("PLAY RECAP")[0].rstrip().splitlines()[-1].strip() == f"report: {folder}"
+    report = report_of(folder)
+    runs = runs_by_title(report)
     assert runs["single-node on node1"]["passed"] and runs["single-node on node2"]["rc"] == 124
+    assert [line for line in report["reasons"] if not line.startswith("  ")] == [
+        "single-node on node2: all_reduce_perf did not finish within 2 s and was stopped: it hung (across nodes "
+        "usually NCCL or Gloo on the wrong NIC, or blocked ports; see the findings)",
+        "multi-node across node1, node2: busbw 2.99 GB/s at 536870912 B is below min_busbw_gbps 3"]
+    assert all("-J" not in run["command"] for run in report["runs"]) and not list(folder.glob("raw/*/*.json"))
+    assert (folder / "raw/node2/single.txt").read_bytes() == DEBUG_INFO_HEAD
     assert run_in(lab, "node2", "pgrep -f '^sleep 3599' || true").strip() == ""  # the hung process is gone
+
+
+def test_a_dead_run_and_a_binary_without_mpi_fail_with_their_failures(lab, tmp_path):
+    facts = contract_facts("broken")
+    facts["ncclkit_nccl_tests"]["version"] = ""  # unknown: asked with -h
+    done, folder = validate(lab, tmp_path, facts)
+    assert done.returncode != 0
+    tail = failure_tail(done)
+    assert "single-node on node2: the run is incomplete, it failed: node0: Test NCCL failure" in tail
+    assert "  node0: NCCL found no network interface to use" in tail  # nccl_diagnose's cause
+    assert "multi-node across node1, node2: 1 ranks on 1 host(s) (vm), expected_ranks is 2" in tail
+    assert "built without MPI=1" in tail
+    runs = runs_by_title(report_of(folder))
+    single = runs["single-node on node2"]
+    assert single["rc"] == 3 and single["perf"]["complete"] is False
+    assert {finding["code"] for finding in single["diagnosis"]["findings"]} >= {"no_socket_interface",
+                                                                                 "test_nccl_failure"}
+    assert (folder / "raw/node2/single.txt").read_bytes() == BAD_IFNAME.read_bytes()
+    multi = runs["multi-node across node1, node2"]
+    assert multi["perf"]["run_count"] == 2 and not multi["passed"]
+    assert multi["command"][-2] == "-J"  # the stand-in's -h lists --output_file
 
 
 def test_gpus_without_nccl_tests_fail_before_running_anything(lab, tmp_path):
