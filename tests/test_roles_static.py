@@ -9,7 +9,8 @@ import yaml
 from conftest import REPO_ROOT
 
 ROLES = sorted(p.parent.parent for p in (REPO_ROOT / "roles").glob("*/meta/argument_specs.yml"))
-TYPES = {"str": str, "bool": bool, "int": int, "list": list, "dict": dict, "path": str, "raw": object}
+TYPES = {"str": str, "bool": bool, "int": int, "float": (int, float), "list": list, "dict": dict,
+         "path": str, "raw": object}
 
 
 def _load(path: Path):
