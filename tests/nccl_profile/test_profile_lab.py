@@ -1,5 +1,6 @@
 """The nccl_profile role on a 2-node lab cluster (index 40), in the order a user meets it:
-bad values refused before anything is written, check mode on fresh nodes, the first run, the
+bad values refused before anything is written, `state: absent` and check mode on fresh nodes,
+the first run, the
 files and launch scripts per host, mpirun across the nodes over SSH, a second run that changes
 nothing, the article's hang and its fix (training_check.py), and `state: absent`.
 Marked `lab` (root) and `slow`; the timings are recorded as test properties.
@@ -69,6 +70,12 @@ def test_bad_values_fail_before_anything_is_written(lab, run_profile, timings):
         assert cause in run.output, run.output[-3000:]
     for node in NODES:
         assert existing(lab, node, WRITTEN + ["/etc/ncclkit", "/opt/ncclkit"]) == []
+
+
+def test_absent_on_fresh_nodes_changes_nothing(lab, run_profile, timings):
+    run = run_profile(nccl_profile_state="absent")
+    timings("absent on fresh nodes s", round(run.seconds, 1))
+    assert run.rc == 0 and run.changed() == {"node1": 0, "node2": 0}, run.output[-4000:]
 
 
 def test_check_mode_on_fresh_nodes_reports_changes_and_writes_nothing(lab, run_profile,
@@ -211,5 +218,5 @@ def test_state_absent_removes_everything_the_role_wrote(lab, converged, run_prof
     for node in NODES:
         assert existing(lab, node, WRITTEN + ["/etc/ncclkit", "/opt/ncclkit"]) == []
         assert marked_blocks(lab, node) == ""
-    again = run_profile(nccl_profile_state="absent")
-    assert again.rc == 0 and again.changed() == {"node1": 0, "node2": 0}, again.output[-4000:]
+        # Both files held only the role's block, so they went too.
+        assert existing(lab, node, ["/root/.ssh/authorized_keys", "/etc/ssh/ssh_known_hosts"]) == []
