@@ -9,7 +9,7 @@ export MOLECULE_GLOB := molecule/*/molecule.yml
 DEMO_NODES ?= 2
 
 APT_PACKAGES := python3-venv openssh-server openssh-client nftables iproute2 iputils-ping \
-	iperf3 netcat-openbsd util-linux procps git make
+	iperf3 netcat-openbsd util-linux procps git make openmpi-bin
 APT_STAMP := $(VENV)/.apt-installed
 PIP_STAMP := $(VENV)/.pip-installed
 
@@ -30,6 +30,8 @@ $(APT_STAMP):
 
 $(PIP_STAMP): pyproject.toml $(APT_STAMP)
 	$(BIN)/python -m pip install -q --upgrade pip
+	# CPU PyTorch first (a local file here and in CI), so that lightning never pulls a CUDA build.
+	$(BIN)/python -m pip install -q 'torch==2.13.0'
 	$(BIN)/python -m pip install -q '.[test]'
 	@touch $@
 
