@@ -18,8 +18,11 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 import shutil
 import tempfile
+
+from .nccl_tests_json import allowed_env_entries
 
 REPORT_VERSION = 1
 REPORT_JSON = "report.json"
@@ -27,6 +30,9 @@ REPORT_MD = "report.md"
 RAW_DIR = "raw"
 PLOT_PNG = "busbw.png"
 PARTIAL_SUFFIX = ".partial"
+
+# An "env" list in JSON text, closed or cut off at the end of the file.
+_ENV_LIST = re.compile(r'"env"\s*:\s*\[(?:[^\]"]|"(?:[^"\\]|\\.)*"?)*\]?', re.S)
 
 # Exit codes of coreutils timeout: the command ran too long (TERM, then KILL after the grace).
 TIMEOUT_RCS = (124, 137)
@@ -177,7 +183,9 @@ def _hosts_section(hosts):
             lines.append("| {0} | ? | ? | no data (failed or unreachable) |".format(_md(host)))
             continue
         tests = record.get("nccl_tests") or {}
-        version = tests.get("version") or ("available" if tests.get("available") else "not available")
+        version = tests.get("version") or ("available" if tests.get("available")
+                                           else "given: " + record["bin_dir"] if record.get("bin_dir")
+                                           else "not available")
         gpus = record.get("gpus") or 0
         names = ", ".join(sorted(set(record.get("gpu_names") or [])))
         check = "run" if gpus else "skipped: " + (record.get("skip_reason") or "no GPU")
@@ -291,6 +299,7 @@ def write_report(parent, name, report):
     """
     staging = stage(parent, name)
     try:
+        redact_raw_json(os.path.join(staging, RAW_DIR))
         _write_file(os.path.join(staging, REPORT_JSON), json.dumps(report, indent=2, sort_keys=True,
                                                                    allow_nan=False) + "\n")
         _write_file(os.path.join(staging, REPORT_MD), render_markdown(report))
@@ -302,6 +311,29 @@ def write_report(parent, name, report):
         raise NcclReportError("could not write the report in {0}: {1}; nothing was left behind".format(
             parent, getattr(error, "strerror", None) or error))
     return final
+
+
+def redact_raw_json(raw_dir):
+    """nccl-tests' -J files record the launching process's whole environment (cloud credentials
+    included); in the report they keep only the allow-listed NCCL/CUDA/MPI names."""
+    for folder, _dirs, files in os.walk(raw_dir):
+        for file_name in files:
+            if not file_name.endswith(".json"):
+                continue
+            path = os.path.join(folder, file_name)
+            with open(path, encoding="utf-8", errors="replace") as stream:
+                text = stream.read()
+            try:
+                document = json.loads(text)
+            except ValueError:  # cut short with the run: drop the env list textually, end or not
+                _write_file(path, _ENV_LIST.sub('"env": []', text))
+                continue
+            if not isinstance(document, dict) or not isinstance(document.get("env"), list):
+                continue
+            kept = allowed_env_entries(document["env"])
+            document["env_removed_by_ncclkit"] = len(document["env"]) - len(kept)
+            document["env"] = kept
+            _write_file(path, json.dumps(document, indent=2) + "\n")
 
 
 def discard(parent, name):

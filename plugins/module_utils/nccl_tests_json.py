@@ -136,13 +136,22 @@ def _config(config):
 
 def _allowed_env(entries):
     env = {}
+    for entry in allowed_env_entries(entries):
+        name, value = entry.split("=", 1)
+        env[name] = value[:500]
+    return env
+
+
+def allowed_env_entries(entries):
+    """The "NAME=value" entries of a -J file's env list that may leave the host (allow-list)."""
+    kept = []
     for entry in _list(entries):
         if not isinstance(entry, str) or "=" not in entry:
             continue
-        name, value = entry.split("=", 1)
+        name = entry.split("=", 1)[0]
         if _ENV_ALLOWED.fullmatch(name) and not _ENV_SECRET_LIKE.search(name):
-            env[name] = value[:500]
-    return env
+            kept.append(entry)
+    return kept
 
 
 def _dict(value):

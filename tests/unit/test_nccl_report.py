@@ -182,3 +182,32 @@ def test_bandwidth_series_come_from_the_rows():
     assert single["label"] == "single-node on node1" and single["sizes"][0] == 8
     with pytest.raises(nccl_report.NcclReportError, match="no measured rows"):
         nccl_report.bandwidth_series(report_of(run(name="single", host="node2")))
+
+
+def test_raw_json_in_the_report_keeps_only_allowed_environment(tmp_path):
+    """nccl-tests' -J file holds the launching environment; the sample has a planted secret."""
+    staging = nccl_report.stage(str(tmp_path), "20261202T090419Z")
+    raw = os.path.join(staging, "raw", "node1")
+    os.makedirs(raw)
+    source = json.loads((SAMPLES / "h200-1gpu-all_reduce_perf.json").read_text())
+    assert any(entry.startswith("AWS_SECRET_ACCESS_KEY=") for entry in source["env"])
+    with open(os.path.join(raw, "single.json"), "w") as stream:
+        json.dump(source, stream)
+    with open(os.path.join(raw, "cut.json"), "w") as stream:
+        stream.write('{"version": 3, "env": ["NCCL_DEBUG=INFO", "AWS_SECRET_ACCESS_KEY=x')  # cut short
+    final = nccl_report.write_report(str(tmp_path), "20261202T090419Z", report_of(run()))
+    written = json.loads(open(os.path.join(final, "raw", "node1", "single.json")).read())
+    assert written["env"] and all(entry.split("=")[0].startswith(("NCCL_", "CUDA_")) for entry in written["env"])
+    assert written["env_removed_by_ncclkit"] == len(source["env"]) - len(written["env"])
+    assert written["results"] == source["results"]
+    assert "AWS_SECRET" not in json.dumps(written)
+    cut = open(os.path.join(final, "raw", "node1", "cut.json")).read()
+    assert cut == '{"version": 3, "env": []'
+
+
+def test_hosts_table_names_a_build_given_by_folder():
+    given = dict(HOST, nccl_tests={"available": False, "version": ""}, bin_dir="/opt/build/bin")
+    missing = dict(HOST, nccl_tests={"available": False, "version": ""}, bin_dir="")
+    text = nccl_report.render_markdown(report_of(run(), hosts={"node1": given, "node2": missing}))
+    assert "| node1 | 1 (NVIDIA H200) | given: /opt/build/bin | run |" in text
+    assert "| node2 | 1 (NVIDIA H200) | not available | run |" in text

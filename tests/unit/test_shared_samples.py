@@ -31,6 +31,10 @@ PERF_BY_HAND = {
     # Added for this check (their first line names the source).
     "perf-a3mega-h100-16rank-2node.txt": (338.82, 16, 2, "complete"),
     "perf-eks-efa-a10g-1rank-cut.txt": (0.0, 1, 1, "cut"),
+    # nccl_validate's own runs on the lent H200 (docs/benchmarks.md), NCCL_DEBUG=INFO in stdout.
+    "h200-validate-1host-single.txt": (0.0, 1, 1, "complete"),
+    "h200-validate-2simhosts-multi.txt": (3.32, 2, 2, "complete"),
+    "h200-validate-2simhosts-multi.json": (3.320265, 2, 2, "complete"),
 }
 
 # file: (hosts named, NCCL versions logged, {(error code, host)}, {host: transport}).
@@ -51,6 +55,9 @@ DIAGNOSIS_BY_HAND = {
     "perf-eks-efa-a10g-1rank-cut.txt": (
         {"test-nccl-worker-0"}, ["2.22.3+cuda12.2"], set(), {"test-nccl-worker-0": "OFI(EFA)"}),
     "log-rccl-lumi-connect-no-route.txt": ({"nid005000"}, [], {("no_route", "nid005000")}, {}),
+    "h200-validate-1host-single.txt": ({"vm"}, ["2.28.9+cuda13.0"], set(), {}),
+    "h200-validate-2simhosts-multi.txt": (
+        {"node0", "node1"}, ["2.28.9+cuda13.0"], set(), {"node0": "Socket", "node1": "Socket"}),
 }
 
 
@@ -109,3 +116,20 @@ def test_the_rccl_warning_names_the_unreachable_peer():
     result = read_nccl_log_files([SAMPLES / "log-rccl-lumi-connect-no-route.txt"])
     finding, = [f for f in result["findings"] if f["code"] == "no_route"]
     assert "10.120.24.10 port 52061" in finding["cause"] and finding["line"] == 2
+
+
+def test_the_h200_reports_agree_with_their_raw_outputs():
+    """The reports nccl_validate wrote on the H200 carry what the parser reads from the raw files."""
+    import json
+
+    for report_name, raw_name, title in (
+            ("h200-validate-1host-report.json", "h200-validate-1host-single.txt", "single-node on vm"),
+            ("h200-validate-2simhosts-report.json", "h200-validate-2simhosts-multi.txt",
+             "multi-node across node0, node1")):
+        report = json.loads((SAMPLES / report_name).read_text())
+        assert report["passed"] is True
+        run, = (run for run in report["runs"] if run["title"] == title)
+        parsed = parse_file(str(SAMPLES / raw_name))[0]
+        assert run["perf"]["peak_busbw_gbps"] == parsed["peak_busbw_gbps"]
+        assert run["perf"]["ranks"] == parsed["ranks"] == run["expected_ranks"]
+        assert [row["size_bytes"] for row in run["perf"]["rows"]] == [row["size_bytes"] for row in parsed["rows"]]
