@@ -33,9 +33,11 @@ def ruleset_model(nft: Optional[dict], managed_tables=(), iptables_save: Optiona
     return {"chains": chains, "bases": [name for _, name in bases]}
 
 
-def drops(model: dict, source: str, port: int, ifname: str) -> List[dict]:
-    """The rules (or policies) that drop a new TCP connection from `source` to `port` on `ifname`."""
-    probe = {"source": ipaddress.ip_address(source), "port": int(port), "ifname": ifname}
+def drops(model: dict, source: str, port: int, ifname: str, dest: Optional[str] = None) -> List[dict]:
+    """The rules (or policies) that drop a new TCP connection from `source` to `dest`:`port`
+    arriving on `ifname`."""
+    probe = {"source": ipaddress.ip_address(source), "port": int(port), "ifname": ifname,
+             "dest": ipaddress.ip_address(dest) if dest else None}
     found = []
     for base in model["bases"]:
         outcome = _walk(model["chains"], base, probe, depth=0)
@@ -62,8 +64,9 @@ def _walk(chains, name, probe, depth):
             continue
         hit = _matches(rule["match"], probe)
         verdict = rule["verdict"]
-        if rule["unknown"]:
-            hit = hit and verdict not in ("accept",)
+        if hit is None or rule["unknown"]:
+            # Unreadable: a drop may hit; an accept, jump or return is assumed not to.
+            hit = hit is not False and verdict in ("drop", "reject")
         if not hit:
             continue
         if verdict in TERMINAL:
@@ -79,7 +82,8 @@ def _walk(chains, name, probe, depth):
     return None
 
 
-def _matches(match: dict, probe: dict) -> bool:
+def _matches(match: dict, probe: dict) -> Optional[bool]:
+    """True, False, or None when the match depends on what the probe does not say."""
     if match.get("proto", "tcp") != "tcp":
         return False
     if "ports" in match and _in_spans(match["ports"], probe["port"]) == match.get("ports_negated", False):
@@ -90,6 +94,16 @@ def _matches(match: dict, probe: dict) -> bool:
     if "saddr" in match:
         inside = any(probe["source"] in ipaddress.ip_network(net, strict=False) for net in match["saddr"])
         if inside == match.get("saddr_negated", False):
+            return False
+    if "daddr" in match:
+        if probe["dest"] is None:
+            return None
+        inside = any(probe["dest"] in ipaddress.ip_network(net, strict=False) for net in match["daddr"])
+        if inside == match.get("daddr_negated", False):
+            return False
+    if "dst_type" in match:
+        # ncclkit probes a unicast address of the host itself.
+        if (match["dst_type"] == "LOCAL") == match.get("dst_type_negated", False):
             return False
     return True
 
@@ -169,8 +183,8 @@ def _nft_match(body, sets, prefix, match):
             return True
         if protocol in ("udp", "icmp", "sctp", "udplite", "icmpv6", "ip6"):
             return False
-        if protocol == "ip" and name == "saddr":
-            match["saddr"], match["saddr_negated"] = _nft_addresses(right, sets, prefix), negated
+        if protocol == "ip" and name in ("saddr", "daddr"):
+            match[name], match[f"{name}_negated"] = _nft_addresses(right, sets, prefix), negated
             return True
         if protocol == "ip" and name == "protocol":
             return (right == "tcp") != negated
@@ -329,8 +343,11 @@ def _iptables_rule(words, line, known_chains):
                 break
         elif word == "-i":
             match["iifname"], match["iifname_negated"] = value, negate
-        elif word == "-s":
-            match["saddr"], match["saddr_negated"] = value.split(","), negate
+        elif word in ("-s", "-d"):
+            key = "saddr" if word == "-s" else "daddr"
+            match[key], match[f"{key}_negated"] = value.split(","), negate
+        elif word == "--dst-type":
+            match["dst_type"], match["dst_type_negated"] = value.split(",")[0], negate
         elif word in ("--dport", "--dports", "--destination-port", "--destination-ports"):
             match["ports"] = [tuple(int(p) for p in (part.split(":") * 2)[:2]) for part in value.split(",")]
             match["ports_negated"] = negate

@@ -15,6 +15,8 @@ from .firewall_evidence import ruleset_model
 MANAGED = re.compile(r"table (\w+) (\S+) is managed by iptables-nft")
 OWN_TABLE = ("inet", "ncclkit")
 OWN_CHAIN = "NCCLKIT"
+IPTABLES_TABLES = {"filter", "nat", "mangle", "raw", "security"}
+IPTABLES_CHAINS = {"INPUT", "FORWARD", "OUTPUT", "PREROUTING", "POSTROUTING"}
 
 
 def observe(command) -> dict:
@@ -26,7 +28,8 @@ def observe(command) -> dict:
         except ValueError:
             seen["nft"] = None
         _, _, err = command(["nft", "list", "ruleset"], 10)
-        seen["nft_managed"] = [list(pair) for pair in MANAGED.findall(err)]
+        managed = {tuple(pair) for pair in MANAGED.findall(err)} | iptables_layout_tables(seen["nft"])
+        seen["nft_managed"] = sorted(list(pair) for pair in managed)
     rc, out, _ = command(["iptables-save", "-t", "filter"], 10)
     if rc == 0:
         seen["iptables_save"] = out
@@ -39,20 +42,33 @@ def observe(command) -> dict:
     return seen
 
 
+def iptables_layout_tables(ruleset) -> set:
+    """Tables laid out as iptables-nft makes them (nft warns about those only sometimes):
+    an iptables table name, and base chains named as iptables names them."""
+    bases = {}
+    for item in (ruleset or {}).get("nftables", []):
+        chain = item.get("chain")
+        if chain and chain.get("hook"):
+            bases.setdefault((chain["family"], chain["table"]), []).append(chain["name"])
+    return {key for key, names in bases.items()
+            if key[0] in ("ip", "ip6") and key[1] in IPTABLES_TABLES and set(names) <= IPTABLES_CHAINS}
+
+
 def model(seen: dict) -> dict:
     """The host's input-path rules, for firewall_evidence.drops."""
     return ruleset_model(seen.get("nft"), seen.get("nft_managed", []), seen.get("iptables_save"))
 
 
 def native_tables(seen: dict) -> List[tuple]:
-    """nft tables that nftables users wrote: not iptables-nft's, not ncclkit's, not firewalld's."""
+    """nft tables that filter and that nftables users wrote: with a base chain, and not
+    iptables-nft's, ncclkit's or firewalld's."""
     managed = {tuple(pair) for pair in seen.get("nft_managed", [])}
     tables = []
     for item in (seen.get("nft") or {}).get("nftables", []):
-        table = item.get("table")
-        if table:
-            key = (table["family"], table["name"])
-            if key not in managed and key != OWN_TABLE and table["name"] != "firewalld":
+        chain = item.get("chain")
+        if chain and chain.get("hook"):
+            key = (chain["family"], chain["table"])
+            if key not in managed and key != OWN_TABLE and key[1] != "firewalld" and key not in tables:
                 tables.append(key)
     return tables
 

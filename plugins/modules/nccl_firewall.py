@@ -187,6 +187,7 @@ def main():
     except backends.PlanError as error:
         module.fail_json(msg=str(error), backend=backend)
 
+    _drop_empty_state_dir(params, planned["actions"])
     _validate(module, command, planned["actions"])
     done = []
     for action in planned["actions"]:
@@ -201,6 +202,16 @@ def main():
         result["diff"] = {"before": "\n".join(planned["before"]) + "\n", "after": "\n".join(planned["after"]) + "\n",
                           "before_header": "ncclkit firewall rules", "after_header": "ncclkit firewall rules"}
     module.exit_json(**result)
+
+
+def _drop_empty_state_dir(params, actions):
+    """After `absent`, remove the state directory too when nothing but ncclkit's files was in it."""
+    state_dir = params["state_dir"]
+    if params["state"] != "absent" or not os.path.isdir(state_dir):
+        return
+    removed = {os.path.basename(action["remove"]) for action in actions if "remove" in action}
+    if removed and set(os.listdir(state_dir)) <= removed:
+        actions.append({"rmdir": state_dir})
 
 
 def _read_stored(state_dir):
@@ -243,6 +254,8 @@ def _describe(action):
         return f"write {action['write']}"
     if "remove" in action:
         return f"remove {action['remove']}"
+    if "rmdir" in action:
+        return f"remove the empty {action['rmdir']}"
     return " ".join(action["run"])
 
 
@@ -270,6 +283,8 @@ def _apply(module, command, action, stored):
     elif "remove" in action:
         if os.path.exists(action["remove"]):
             os.remove(action["remove"])
+    elif "rmdir" in action:
+        os.rmdir(action["rmdir"])
     else:
         rc, out, err = command(action["run"])
         if rc != 0:

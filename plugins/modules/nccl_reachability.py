@@ -9,9 +9,10 @@ short_description: Check that the cluster hosts reach each other on NCCL's ports
 description:
   - Run on every host of the cluster in one task (forks at least the number of hosts). Each host
     listens on its cluster address at O(ports) and starts a one-shot iperf3 server on
-    O(iperf3_port); then it probes its peers over the cluster NIC: the route, a small and a
-    large don't-fragment ping (the large one fills O(mtu)), a TCP connection to each port (all at
-    once, O(connect_timeout) each) and, to its ring neighbour, iperf3 bandwidth.
+    O(iperf3_port). Then it probes its peers over the cluster NIC. It looks up the route, sends a
+    small and a large don't-fragment ping (the large one fills O(mtu)), opens a TCP connection to
+    each port (all at once, O(connect_timeout) each) and, to its ring neighbour, measures iperf3
+    bandwidth.
   - Peers are the ring neighbours and the first host (V(ring), O(N) probes in all) or every other
     host (V(full)). Every host computes the same plan from O(hosts).
   - A host keeps its listeners up until each host that probes it says it is done, or until
@@ -168,7 +169,8 @@ def main():
         for prober in params["probers"]:
             grouped = {}
             for port in ports:
-                for item in drops(rules, by_name[prober]["address"], port, own.get("ifname") or ""):
+                for item in drops(rules, by_name[prober]["address"], port, own.get("ifname") or "",
+                                  dest=own["address"]):
                     grouped.setdefault(describe(item), dict(item, source=prober, ports=[]))["ports"].append(port)
             found += grouped.values()
         return {"active": active_firewalls(seen), "drops": found}
