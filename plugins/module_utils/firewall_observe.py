@@ -115,7 +115,7 @@ def default_drop_chains(seen: dict) -> List[str]:
     for chain in chains:
         key = (chain.get("family"), chain.get("table"), chain.get("name"))
         if (chain.get("hook") != "input" or key[0] not in ("ip", "inet") or key[:2] in managed
-                or key[:2] == OWN_TABLE):
+                or key[:2] == OWN_TABLE or key[1] == "firewalld"):
             continue
         last = last_rule.get(key)
         if chain.get("policy") == "drop" or (last and _drops_everything(last)):

@@ -20,10 +20,15 @@ PORT_FAILURES = ("timeout", "refused", "unreachable")
 
 
 def build_report(hosts: List[dict], results: Dict[str, Optional[dict]], rendezvous_ports=(),
-                 min_bandwidth_gbps: float = 0.0) -> dict:
-    """hosts: [{name, address, ifname, mtu}] in play order -> {matrix, verdicts, passed}."""
+                 min_bandwidth_gbps: float = 0.0, left_out=()) -> dict:
+    """hosts: [{name, address, ifname, mtu}] in play order -> {matrix, verdicts, passed}.
+    left_out: hosts of the play that failed before the check (the play reports them)."""
     by_name = {host["name"]: host for host in hosts}
     matrix, verdicts = [], []
+    for name in left_out:
+        verdicts.append(_verdict("left_out", "warning", None, name,
+                                 f"{name} failed earlier in the play and was not checked",
+                                 "fix that host's failure (above) and run the play again"))
     for host in hosts:
         result = results.get(host["name"])
         if not result:

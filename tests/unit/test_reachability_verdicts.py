@@ -171,3 +171,8 @@ def test_two_hosts_answering_at_one_address():
     results["node1"]["probes"][0]["ports"]["32768"] = "answered by node7"
     verdict = only(report(results)["verdicts"])
     assert verdict["code"] == "address_conflict" and "answered by node7" in verdict["cause"]
+
+
+def test_hosts_that_failed_before_the_check_are_named():
+    judged = build_report(HOSTS[:1], {"node1": result("node1", [])}, left_out=["node2"])
+    assert judged["passed"] and [(v["code"], v["target"]) for v in judged["verdicts"]] == [("left_out", "node2")]
