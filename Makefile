@@ -13,7 +13,7 @@ DEMO_NODES ?= 2
 # stays disabled (its default), and firewalld is disabled where systemd would start it at boot.
 FIREWALL_PACKAGES := iptables ufw firewalld
 APT_PACKAGES := python3-venv openssh-server openssh-client nftables iproute2 iputils-ping \
-	iperf3 netcat-openbsd util-linux procps git make $(FIREWALL_PACKAGES)
+	iperf3 netcat-openbsd util-linux procps git make openmpi-bin $(FIREWALL_PACKAGES)
 APT_STAMP := $(VENV)/.apt-installed
 PIP_STAMP := $(VENV)/.pip-installed
 
@@ -39,6 +39,8 @@ $(APT_STAMP):
 
 $(PIP_STAMP): pyproject.toml $(APT_STAMP)
 	$(BIN)/python -m pip install -q --upgrade pip
+	# CPU PyTorch first (a local file here and in CI), so that lightning never pulls a CUDA build.
+	$(BIN)/python -m pip install -q 'torch==2.13.0'
 	$(BIN)/python -m pip install -q '.[test]'
 	@touch $@
 

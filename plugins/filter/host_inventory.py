@@ -1,30 +1,8 @@
-"""Filters that turn `ip -json` and `nvidia-smi --format=csv` output into ncclkit facts."""
+"""Filters that turn `nvidia-smi --format=csv` output into ncclkit facts."""
 
 from __future__ import annotations
 
 GPU_FIELDS = ("index", "name", "compute_cap", "driver_version", "memory_total_mib", "pci_bus_id")
-
-
-def ip_nics(addresses, routes=None):
-    default_ifnames = {route.get("dev") for route in routes or [] if route.get("dst") == "default"}
-    nics = []
-    for link in addresses:
-        ipv4 = [
-            {"address": info["local"], "prefix": int(info["prefixlen"])}
-            for info in link.get("addr_info", [])
-            if info.get("family") == "inet"
-        ]
-        nics.append(
-            {
-                "name": link["ifname"],
-                "ipv4": ipv4,
-                "mtu": int(link.get("mtu", 0)),
-                "up": "UP" in link.get("flags", []),
-                "loopback": "LOOPBACK" in link.get("flags", []),
-                "default_route": link["ifname"] in default_ifnames,
-            }
-        )
-    return nics
 
 
 def nvidia_smi_gpus(csv_lines):
@@ -48,4 +26,4 @@ def nvidia_smi_gpus(csv_lines):
 
 class FilterModule:
     def filters(self):
-        return {"ip_nics": ip_nics, "nvidia_smi_gpus": nvidia_smi_gpus}
+        return {"nvidia_smi_gpus": nvidia_smi_gpus}

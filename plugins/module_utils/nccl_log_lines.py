@@ -14,6 +14,8 @@ import ipaddress
 import re
 from typing import List, NamedTuple, Optional, Tuple
 
+from .nccl_tests_lines import NCCL_VERSION, TEST_FAILURE, device_row
+
 MAX_BYTES = 64 * 1024 * 1024
 # Longer lines are not NCCL lines; cutting them keeps every pattern linear in the input.
 MAX_LINE = 8192
@@ -30,13 +32,6 @@ _LABEL = re.compile(
 NCCL_LINE = re.compile(
     r"(?<![\w.\-<>])(?P<host>[\w.\-<>]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] "
     r"(?:\d+\.\d+ )?(?:(?P<where>\S+:\d+) )?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<msg>.*)")
-# NCCL before 2.9 printed its version without the prefix, on rank 0 only.
-_BARE_VERSION = re.compile(r"^\s*NCCL version (?P<version>\d+\.\d+\.\d+\S*)")
-_VERSION = re.compile(r"\bNCCL version (?P<version>\d+\.\d+\.\d+\S*)")
-# nccl-tests' device table: "#  Rank  0 Group  0 Pid   2841 on      node0 device  0 [..] NVIDIA H200".
-_DEVICE_ROW = re.compile(r"^#\s+Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device")
-# nccl-tests names the host before its failures: "node0: Test NCCL failure ...", " .. node0 pid 1: Test failure".
-_TEST_HOST = re.compile(r"(?:^|\s)(?P<host>[\w.\-]+)(?:: Test (?:NCCL|CUDA) failure | pid \d+: Test failure )")
 _NNODES = re.compile(r"\bnNodes (?P<n>\d+)")
 _ENV = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]+) set by environment to (?P<value>.*?)\.?\s*$")
 _BOOTSTRAP = re.compile(r"^Bootstrap ?: Using (?P<list>.+)$")
@@ -110,7 +105,7 @@ def parse_line(number: int, raw: str) -> Line:
     match = NCCL_LINE.search(text) if "NCCL" in text else None
     if match:
         return Line(number, text, label, match.group("host"), match.group("level"), match.group("msg").strip())
-    match = _TEST_HOST.search(text) if "Test " in text else None
+    match = TEST_FAILURE.search(text) if "Test " in text else None
     return Line(number, text, label, match.group("host") if match else None, None, text.strip())
 
 
@@ -135,15 +130,13 @@ def _strip_labels(text: str) -> Tuple[Optional[str], str]:
 def nccl_version(line: Line) -> Optional[str]:
     if "NCCL version" not in line.text:
         return None
-    if line.level:
-        match = _VERSION.search(line.msg)
-    else:
-        match = _BARE_VERSION.match(line.text)
+    # NCCL before 2.9 printed its version without the prefix, on rank 0 only.
+    match = NCCL_VERSION.search(line.msg) if line.level else NCCL_VERSION.match(line.text.lstrip())
     return match.group("version") if match else None
 
 
 def device_row_host(line: Line) -> Optional[str]:
-    match = _DEVICE_ROW.match(line.text) if line.text.startswith("#") else None
+    match = device_row(line.text) if line.text.startswith("#") else None
     return match.group("host") if match else None
 
 

@@ -19,6 +19,8 @@ import math
 import os
 import re
 
+from .nccl_tests_lines import COUNT, NCCL_VERSION, TEST_FAILURE, device_row
+
 # Where a line sits in one nccl-tests run; a line of an earlier phase starts the next run.
 VERSION, STARTING, NTHREAD, DEVICES, HEADER, ROW, FOOTER, CONCLUDED = range(8)
 
@@ -43,16 +45,12 @@ _MPI_RANK_TAG = re.compile(r"\[[^\],\s\]]{1,64},(\d{1,7})\]")
 _MARKER = re.compile(r"#\s*(?:nThread|nccl-tests version|Collective test|Using devices|Rank\s+\d"
                      r"|size\s+count|Out of bounds|Avg bus bandwidth)")
 
-# A count of at most 24 digits: int() refuses strings of thousands, and no real count has 25.
-_COUNT = r"(\d{1,24})(?!\d)"
+_COUNT = "(" + COUNT + ")"
 _VERSION_LINE = re.compile(
     r"nccl-tests version (\S+)(?:\s+nccl-headers=" + _COUNT + r")?(?:\s+nccl-library=" + _COUNT + ")?")
 _STARTING_LINE = re.compile(r"Collective test starting:\s*(\S+)")
 _CONCLUDED_LINE = re.compile(r"Collective test concluded:\s*(\S+)")
 _NTHREAD_LINE = re.compile(r"nThread:?\s+\d")
-_DEVICE_LINE = re.compile(
-    r"Rank\s+" + _COUNT + r"\s+(?:Group\s+" + _COUNT + r"\s+)?Pid\s+" + _COUNT
-    + r"\s+on\s+(\S+)\s+device\s+" + _COUNT + r"\s+\[([^\]]*)\]\s*(.*)")
 _OUT_OF_BOUNDS_LINE = re.compile(r"Out of bounds values\s*:\s*" + _COUNT + r"\s*(OK|FAILED)?")
 _AVG_BUSBW_LINE = re.compile(r"Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
 _ERROR_LINE = re.compile(r"error:\s*(\S.*)")
@@ -73,12 +71,12 @@ _CONFIG_FIELDS = tuple((key, re.compile(label + _COUNT)) for key, label in (
     ("unalign", r"unalign:\s*"),
 ))
 
-# Lines that mean the test or its launcher died. Searched anywhere: a failure can cut a row.
-_FAILURE = re.compile(
-    r"Test (?:NCCL |CUDA )?failure\b|MPI_ABORT was invoked|exited with non-zero status"
+# Lines that mean the launcher or the process died (nccl-tests' own failure lines are
+# TEST_FAILURE). Searched anywhere: a failure can cut a row.
+_LAUNCHER_FAILURE = re.compile(
+    r"MPI_ABORT was invoked|exited with non-zero status"
     r"|Primary job\s+terminated normally, but|^a non-zero exit code|Segmentation fault|\(core dumped\)"
     r"|terminate called after|srun: error:|Invalid number of GPUs|were killed by signal")
-_NCCL_LOGGED_VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)")
 _PROGRAM = re.compile(r"^[a-z][a-z0-9_]*_perf(?:_mpi)?$")
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -294,10 +292,11 @@ class _Reader:
         if body.startswith("Using devices"):
             self._enter(DEVICES)
             return True
-        match = _DEVICE_LINE.match(body)
+        match = device_row(body)
         if not match:
             return False
-        rank, group, pid, host, device, bus_id, name = match.groups()
+        rank, group, pid, host, device, bus_id, name = match.group(
+            "rank", "group", "pid", "host", "device", "bus_id", "name")
         self._enter(DEVICES).devices.append({
             "rank": int(rank), "group": int(group) if group is not None else None, "pid": int(pid),
             "host": host, "device": int(device), "bus_id": bus_id.strip(), "name": name.strip(),
@@ -345,7 +344,7 @@ class _Reader:
             if "NCCL version" in payload:
                 self._logged_version(payload)
             return
-        if _FAILURE.search(payload):
+        if TEST_FAILURE.search(payload) or _LAUNCHER_FAILURE.search(payload):
             self._collect("errors", payload)
         elif "NCCL WARN" in payload:
             self._collect("warnings", payload)
@@ -370,11 +369,11 @@ class _Reader:
         return True
 
     def _logged_version(self, payload):
-        logged = _NCCL_LOGGED_VERSION.search(payload)
+        logged = NCCL_VERSION.search(payload)
         if logged:
             run = self.current
             target = run if run is not None and run.phase < FOOTER else self.pending
-            _append(target.nccl_logged_versions, logged.group(1))
+            _append(target.nccl_logged_versions, logged.group("number"))
 
     def _collect(self, kind, payload):
         # Lines after a run's footer wait for the next run (a launcher failing to start it)

@@ -259,18 +259,22 @@ class Check:
     def route_to(self, address: str) -> dict:
         rc, out, err = self.command(["ip", "-o", "-4", "route", "get", address, "from", self.address], 5)
         words = out.split()
+        if rc == 127:
+            return {"route_dev": None, "route_error": None}   # no iproute2: unknown, not "no route"
         if rc != 0 or "dev" not in words:
             return {"route_dev": None, "route_error": (err or out).strip() or f"ip route get exited {rc}"}
         return {"route_dev": words[words.index("dev") + 1], "route_error": None}
 
-    def ping(self, address: str, size: Optional[int], source: bool = True) -> bool:
+    def ping(self, address: str, size: Optional[int], source: bool = True) -> Optional[bool]:
+        """True when a reply came, False when none did, None when there is no ping to ask."""
         # Up to five echoes in one second; the first reply ends it.
         argv = ["ping", "-n", "-q", "-c", "1", "-i", "0.2", "-w", "1"]
         if source:
             argv += ["-I", self.address]
         if size is not None:
             argv += ["-M", "do", "-s", str(size)]
-        return self.command(argv + [address], 5)[0] == 0
+        rc = self.command(argv + [address], 5)[0]
+        return None if rc == 127 else rc == 0
 
     def connect_once(self, peer: dict, port: int):
         conn = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -135,7 +135,7 @@ def _pair_verdict(source, target, probe, results, min_bandwidth_gbps):
                         f"{_phrase(foreign)} of {t} {'is' if len(foreign) == 1 else 'are'} held by another process (no ncclkit banner)",
                         "nothing to do unless that is the rendezvous port of a job that no longer runs",
                         ports=foreign)
-    if not probe.get("ping"):
+    if probe.get("ping") is False:
         return _verdict("icmp_blocked", "warning", s, t,
                         f"{t} does not answer {s}'s pings but accepts its TCP connections",
                         "admit ICMP echo between the hosts to keep ping usable for diagnosis")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
 from pathlib import Path
 
 
@@ -26,3 +28,13 @@ def collection_root() -> Path:
 
 def site_playbook(root: Path) -> Path:
     return root / "site.yml" if (root / "site.yml").is_file() else root / "playbooks" / "site.yml"
+
+
+def module_utils(name: str):
+    """plugins/module_utils/<name> of the collection in use: the parsing lives there, once."""
+    root = checkout_root()
+    if root and (root / "collections" / "ansible_collections").is_dir():
+        path = str(root / "collections")
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    return importlib.import_module(f"ansible_collections.ncclkit.cluster.plugins.module_utils.{name}")

@@ -36,13 +36,26 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"ncclkit run: {error}", file=sys.stderr)
         return 2
     playbook = Path(args.playbook) if args.playbook else site_playbook(root)
+    printer = ProgressPrinter()
     result = run_playbook(playbook, inventory, project_dir=root, extravars=extravars,
                           check=args.check, tags=[t for t in args.tags.split(",") if t],
-                          on_event=ProgressPrinter())
+                          on_event=printer)
     for failure in result.failures:
         print(f"FAILED {failure['host']}: {failure['task']}: {failure['msg']}")
+    for report in printer.reports:
+        plot_written_report(report)
     print(f"ncclkit run: {result.status} (rc {result.rc})")
     return result.rc
+
+
+def plot_written_report(report_dir: str) -> None:
+    """The bandwidth plot beside a report the run wrote; a report without rows gets none."""
+    from ncclkit.report_cli import PlotError, write_plot
+
+    try:
+        print(f"report: {report_dir} (plot: {write_plot(report_dir)})")
+    except PlotError as error:
+        print(f"report: {report_dir} (no plot: {error})")
 
 
 def _split_assignment(item: str) -> tuple[str, str]:
@@ -58,6 +71,7 @@ class ProgressPrinter:
     def __init__(self, stream=None):
         self.stream = stream or sys.stdout
         self.tasks_started = 0
+        self.reports: list[str] = []  # report folders nccl_validate wrote, for the plot
 
     def __call__(self, event: dict) -> None:
         data = event.get("event_data", {})
@@ -67,6 +81,10 @@ class ProgressPrinter:
         elif kind == "playbook_on_task_start":
             self.tasks_started += 1
             print(f"  [{self.tasks_started}] {data.get('task', '')}", file=self.stream, flush=True)
+        elif kind == "runner_on_ok" and str(data.get("task_action", "")).endswith("nccl_report"):
+            path = data.get("res", {}).get("path")
+            if path and path not in self.reports:
+                self.reports.append(path)
         elif kind == "runner_on_ok" and data.get("task_action") in ("debug", "ansible.builtin.debug"):
             message = data.get("res", {}).get("msg")
             if isinstance(message, str):

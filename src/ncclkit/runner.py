@@ -88,7 +88,10 @@ def run_playbook(
 
 def _ansible_env(project_dir: Path) -> dict:
     # ansible-playbook is found beside this interpreter, also when its venv is not activated.
-    env = {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    env = {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+           # Relative paths of the roles (nccl_validate's report folder) are the caller's, not the
+           # project folder's that ansible-runner starts ansible-playbook in.
+           "PWD": os.getcwd()}
     if (project_dir / "ansible.cfg").is_file():
         env["ANSIBLE_CONFIG"] = str((project_dir / "ansible.cfg").resolve())
     return env

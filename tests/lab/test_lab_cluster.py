@@ -155,6 +155,18 @@ def test_files_written_on_node1_stay_on_node1(lab, folder):
     assert run_in(lab, "node1", f"rm {path}").returncode == 0
 
 
+def test_nodes_see_a_checkout_under_the_hosts_tmp(lab, tmp_path):
+    """A checkout or virtualenv under /tmp (a CI clone, pytest's tmp_path) is visible in every node,
+    as on a shared filesystem; what a node writes beside it stays its own."""
+    shared = tmp_path / "checkout-file"
+    shared.write_text("from the host\n")
+    for node in ("node1", "node2"):
+        assert run_in(lab, node, f"cat {shared}").stdout == "from the host\n"
+    assert run_in(lab, "node1", f"echo node1 > {shared}").returncode == 0
+    assert shared.read_text() == "from the host\n"
+    assert run_in(lab, "node2", f"cat {shared}").stdout == "from the host\n"
+
+
 def test_nodes_share_installed_packages(lab):
     assert run_in(lab, "node2", "command -v sshd python3 ip").returncode == 0
     assert run_in(lab, "node2", "dpkg-query -W openssh-server").returncode == 0

@@ -90,6 +90,14 @@ EXPECTED = {
     "perf-nccl-tests-issue355-alltoall-2node-cuda-failure.txt": [dict(
         collective="alltoall_perf", nccl_tests_version="2.17.6", nccl_version="2.28.7", ranks=16,
         hosts=["node0", "node1"], rows=[], complete=False)],
+    "perf-a3mega-h100-16rank-2node.txt": [dict(
+        collective="all_reduce_perf", nccl_tests_version=None, nccl_version=None, ranks=16,
+        hosts=["ztan-mig-235z", "ztan-mig-gq73"], peak_busbw_gbps=338.82, peak_busbw_size_bytes=8589934592,
+        largest_size_bytes=8589934592, largest_size_busbw_gbps=338.82, avg_busbw_gbps=70.742, wrong_total=0,
+        complete=True, args=["/opt/src/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", "1"])],
+    "perf-eks-efa-a10g-1rank-cut.txt": [dict(
+        collective=None, nccl_version="2.22.3", ranks=1, hosts=["test-nccl-worker-0"], peak_busbw_gbps=0.0,
+        largest_size_bytes=2147483648, avg_busbw_gbps=None, wrong_total=0, complete=False, errors=[])],
     "perf-h200-4gpu-failed-then-passed-two-runs.txt": [
         dict(nccl_version="2.18.3", ranks=4, rows=[], complete=False),
         dict(nccl_version="2.31.2", ranks=4, peak_busbw_gbps=356.04, peak_busbw_size_bytes=1073741824,

@@ -109,3 +109,13 @@ def test_the_module_refuses_unknown_hosts_and_missing_addresses(capsys):
             nccl_reachability.main()
         result = json.loads(capsys.readouterr().out)
         assert result["failed"] and message in result["msg"]
+
+
+def test_missing_tools_are_unknown_not_failures():
+    missing = lambda argv, timeout: (127, "", f"{argv[0]}: command not found")  # noqa: E731
+    check = Check(params("h1", hosts(2), [40000]), command=missing)
+    assert check.ping(f"{NET}.2", None) is None
+    assert check.route_to(f"{NET}.2") == {"route_dev": None, "route_error": None}
+    lost = Check(params("h1", hosts(2), [40000]), command=lambda argv, timeout: (1, "", ""))
+    assert lost.ping(f"{NET}.2", 1472) is False
+    assert lost.route_to(f"{NET}.2")["route_error"] == "ip route get exited 1"

@@ -176,3 +176,9 @@ def test_two_hosts_answering_at_one_address():
 def test_hosts_that_failed_before_the_check_are_named():
     judged = build_report(HOSTS[:1], {"node1": result("node1", [])}, left_out=["node2"])
     assert judged["passed"] and [(v["code"], v["target"]) for v in judged["verdicts"]] == [("left_out", "node2")]
+
+
+def test_a_host_without_ping_is_not_called_unreachable():
+    results = healthy_pair()
+    results["node1"]["probes"][0].update(ping=None, ping_large=None, route_dev=None)
+    assert report(results)["verdicts"] == []

@@ -1,8 +1,9 @@
-"""Each node's private view of the files: overlays over the host's dirs, private /tmp and /dev/shm.
+"""Each node's private view of the files: overlays over the host's dirs, a private /dev/shm.
 
-The host's /etc, /opt, /root, /usr/local and /var are the read-only lower layers, so nodes share
-the installed packages as nodes made from one image do; what a node writes there lands in its own
-upper layer under the state dir. /etc/hostname and /etc/hosts are in the upper layer from the
+The host's /etc, /opt, /root, /usr/local, /var and /tmp are the read-only lower layers, so nodes
+share the installed packages as nodes made from one image do, and see a checkout or virtualenv
+that lives under /tmp as a shared filesystem would show it; what a node writes there lands in its
+own upper layer under the state dir. /etc/hostname and /etc/hosts are in the upper layer from the
 start: each node's name, and every node's, resolve to the public (eth0) address, as on clouds.
 """
 
@@ -15,8 +16,8 @@ import shlex
 from ncclkit.lab.plan import LabPlan, MemberPlan
 from ncclkit.lab.state import StateDir
 
-OVERLAID = ("/etc", "/opt", "/root", "/usr/local", "/var")
-PRIVATE_TMPFS = ("/tmp", "/dev/shm")
+OVERLAID = ("/etc", "/opt", "/root", "/usr/local", "/var", "/tmp")
+PRIVATE_TMPFS = ("/dev/shm",)
 
 
 # No DNS in the lab: the node's own loopback refuses at once, where the host's nameserver

@@ -38,8 +38,9 @@ def sshd_config(state: StateDir) -> str:
         "AddressFamily inet",
         "ListenAddress 0.0.0.0",
         f"HostKey {state.host_key}",
-        # Not ~/.ssh/authorized_keys: that file belongs to the roles under test.
-        f"AuthorizedKeysFile {state.authorized_keys}",
+        # The controller's key lives in the state dir, so ~/.ssh/authorized_keys stays the roles'
+        # own (nccl_profile authorizes node-to-node keys there, as on a real cluster).
+        f"AuthorizedKeysFile {state.authorized_keys} .ssh/authorized_keys",
         "PermitRootLogin prohibit-password",
         "PubkeyAuthentication yes",
         "PasswordAuthentication no",

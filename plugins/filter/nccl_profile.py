@@ -1,0 +1,60 @@
+"""Filters of the nccl_profile role: the environment, the launch plan, the hostfile, RDMA ports.
+
+The logic lives in plugins/module_utils (nccl_env, nccl_launch, rdma_devices); these only
+turn its errors into Ansible's.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import (
+    NcclEnvError,
+    env_problems,
+    profile_env,
+)
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_launch import (
+    LaunchError,
+    hostfile_lines,
+    launch_plan,
+    plan_problems,
+    uniform_names,
+)
+from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import usable_rdma_ports
+
+
+def nccl_profile_env(settings):
+    try:
+        return profile_env(dict(settings))
+    except NcclEnvError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
+def nccl_launch_plan(host, hosts, addresses, slots, master_port):
+    try:
+        return launch_plan(host, list(hosts), dict(addresses), dict(slots), master_port)
+    except LaunchError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
+def nccl_launch_problems(hosts, addresses, slots, master_port):
+    return plan_problems(list(hosts), dict(addresses), dict(slots), master_port)
+
+
+def nccl_hostfile_lines(hosts, addresses, slots):
+    try:
+        return hostfile_lines(list(hosts), dict(addresses), dict(slots))
+    except LaunchError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "nccl_profile_env": nccl_profile_env,
+            "nccl_profile_env_problems": lambda settings: env_problems(dict(settings)),
+            "nccl_launch_plan": nccl_launch_plan,
+            "nccl_launch_problems": nccl_launch_problems,
+            "nccl_hostfile_lines": nccl_hostfile_lines,
+            "nccl_env_uniform_names": lambda envs: uniform_names(list(envs)),
+            "rdma_usable_ports": usable_rdma_ports,
+        }

@@ -1,0 +1,393 @@
+"""The nccl_validate report: verdicts from the benchmark runs, report.md and report.json, written
+so that a reader never sees a half-written report, and read back (for the bandwidth plot).
+
+Pure Python 3.8+ standard library: the nccl_report module and the ncclkit package share it.
+
+A report folder is <parent>/<name>/ with report.json, report.md and raw/<host>/<files>. It is
+built in <parent>/.<name>.partial/ and renamed into place in one step once complete.
+
+A run record (one per benchmark launch, made by the role) holds: name ("single" or "multi"),
+host (where it was launched), hosts (the hosts it spans), command (argv), ran (false when it could
+not be started, with not_run_reason), rc, timed_out, timeout_s, duration_s, expected_ranks,
+min_busbw_gbps, perf (the nccl_perf facts, or None), perf_error (why the output could not be
+read), diagnosis (nccl_diagnose's findings and hosts, or None), stderr_tail and raw (paths).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import tempfile
+
+REPORT_VERSION = 1
+REPORT_JSON = "report.json"
+REPORT_MD = "report.md"
+RAW_DIR = "raw"
+PLOT_PNG = "busbw.png"
+PARTIAL_SUFFIX = ".partial"
+
+# Exit codes of coreutils timeout: the command ran too long (TERM, then KILL after the grace).
+TIMEOUT_RCS = (124, 137)
+
+
+class NcclReportError(ValueError):
+    """A report cannot be built, written or read; the message names the cause and the fix."""
+
+
+# -- verdicts ------------------------------------------------------------------------------
+
+
+def run_title(run):
+    if run.get("name") == "multi":
+        return "multi-node across " + ", ".join(run.get("hosts") or [run.get("host") or "?"])
+    return "single-node on " + str(run.get("host"))
+
+
+def run_verdict(run):
+    """(passed, reasons): reasons are lines a person can act on, the cause first."""
+    title = run_title(run)
+    if not run.get("ran", True):
+        return False, ["{0}: not run: {1}".format(title, run.get("not_run_reason") or "unknown reason")]
+    reasons = []
+    perf = run.get("perf")
+    if timed_out(run):
+        reasons.append("{0}: all_reduce_perf did not finish within {1} s and was stopped: it hung (across "
+                       "nodes usually NCCL or Gloo on the wrong NIC, or blocked ports; see the findings)"
+                       .format(title, run.get("timeout_s")))
+    elif perf is None:
+        reasons.append("{0}: no nccl-tests result (rc {1}): {2}".format(
+            title, run.get("rc"), run.get("perf_error") or "the output could not be read"))
+        reasons.extend("  stderr: " + line for line in (run.get("stderr_tail") or [])[-5:])
+    if perf is not None and not perf.get("passed"):
+        failed = [gate["message"] for gate in perf.get("gates", []) if not gate.get("passed")]
+        gates_line = "{0}: {1}".format(title, "; ".join(failed))
+        if any(gate.get("name") == "expected_ranks" and not gate.get("passed") for gate in perf.get("gates", [])):
+            gates_line += (" (every rank must join one run: an nccl-tests built without MPI=1 runs each rank "
+                           "alone; a launcher that starts fewer ranks than GPUs shows the same)")
+        if not timed_out(run) or perf.get("rows"):
+            reasons.append(gates_line)
+    if not reasons and run.get("rc") not in (0, None):
+        reasons.append("{0}: the benchmark printed a complete run but exited with rc {1}".format(title, run.get("rc")))
+    if reasons:
+        reasons.extend("  " + line for line in diagnosis_lines(run.get("diagnosis")))
+    return not reasons, reasons
+
+
+def timed_out(run):
+    return bool(run.get("timed_out")) or run.get("rc") in TIMEOUT_RCS
+
+
+def diagnosis_lines(diagnosis):
+    """'host: cause -> fix' for each error finding of an nccl_diagnose result."""
+    if not diagnosis:
+        return []
+    return ["{0}: {1} -> {2}".format(finding.get("host"), finding.get("cause"), finding.get("fix"))
+            for finding in diagnosis.get("findings", []) if finding.get("severity") == "error"]
+
+
+def network_verdict(network):
+    """(passed, reasons) from the ncclkit_network facts of each host (nccl_network)."""
+    reasons = []
+    for host, facts in sorted((network or {}).items()):
+        if isinstance(facts, dict) and facts.get("passed") is False:
+            verdicts = facts.get("verdicts") or ["nccl_network reported a failure"]
+            reasons.extend("network ({0}): {1}".format(host, _verdict_text(verdict)) for verdict in verdicts)
+    return not reasons, reasons
+
+
+def _verdict_text(verdict):
+    if isinstance(verdict, dict):
+        return verdict.get("message") or verdict.get("msg") or json.dumps(verdict, sort_keys=True)
+    return str(verdict)
+
+
+def build_report(data, created=None):
+    """The report dict from what the role collected: hosts, runs, network, settings."""
+    if not isinstance(data, dict):
+        raise NcclReportError("the report data must be a dict with hosts, runs, network and settings")
+    created = created or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    hosts = data.get("hosts") or {}
+    runs = []
+    # Each node on its own first, then across nodes: the order in which to read them.
+    for run in sorted(data.get("runs") or [], key=lambda run: (run.get("name") == "multi", str(run.get("host")))):
+        passed, reasons = run_verdict(run)
+        runs.append(dict(run, title=run_title(run), timed_out=timed_out(run), passed=passed, reasons=reasons))
+    network = {host: facts for host, facts in (data.get("network") or {}).items() if facts}
+    network_ok, network_reasons = network_verdict(network)
+    notes = list(data.get("notes") or [])
+    missing = sorted(host for host, record in hosts.items() if not record)
+    reasons = [line for run in runs for line in run["reasons"]] + network_reasons
+    reasons += ["{0}: no validation data: the host failed or was unreachable before nccl_validate "
+                "ran (see the play's output)".format(host) for host in missing]
+    skipped = {host: record.get("skip_reason") for host, record in hosts.items()
+               if record and not record.get("gpus")}
+    if skipped:
+        notes.insert(0, "GPU checks skipped on {0}: {1}".format(
+            ", ".join(sorted(skipped)), "; ".join(sorted({reason or "no GPU" for reason in skipped.values()}))))
+    passed = not reasons
+    return {
+        "report_version": REPORT_VERSION,
+        "created": created,
+        "passed": passed,
+        "verdict": "passed" if passed else "failed",
+        "reasons": reasons,
+        "notes": notes,
+        "hosts": hosts,
+        "runs": runs,
+        "network": network,
+        "network_passed": network_ok if network else None,
+        "settings": data.get("settings") or {},
+    }
+
+
+def summary_line(report):
+    ran = [run for run in report["runs"] if run.get("ran", True)]
+    return "nccl_validate {0}: {1} run(s), {2} passed{3}".format(
+        report["verdict"].upper(), len(report["runs"]), sum(1 for run in report["runs"] if run["passed"]),
+        "" if ran else " (GPU checks skipped: no host has a GPU)")
+
+
+# -- Markdown ------------------------------------------------------------------------------
+
+
+def render_markdown(report):
+    lines = ["# ncclkit validation report: {0}".format(report["verdict"].upper()), "",
+             "Created {0} (UTC). {1}.".format(report["created"], summary_line(report)), ""]
+    if report["reasons"]:
+        lines += ["## Why it failed", ""] + ["- " + _md(line.strip()) if not line.startswith("  ")
+                                           else "  - " + _md(line.strip()) for line in report["reasons"]] + [""]
+    if report["notes"]:
+        lines += ["## Notes", ""] + ["- " + _md(note) for note in report["notes"]] + [""]
+    lines += _hosts_section(report["hosts"])
+    for run in report["runs"]:
+        lines += _run_section(run)
+    if report["network"]:
+        lines += _network_section(report["network"])
+    if report["settings"]:
+        lines += ["## Settings", "", "```json", json.dumps(report["settings"], indent=2, sort_keys=True), "```", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _hosts_section(hosts):
+    lines = ["## Hosts", "", "| host | GPUs | nccl-tests | GPU checks |", "|---|---|---|---|"]
+    for host, record in sorted(hosts.items()):
+        if not record:
+            lines.append("| {0} | ? | ? | no data (failed or unreachable) |".format(_md(host)))
+            continue
+        tests = record.get("nccl_tests") or {}
+        version = tests.get("version") or ("available" if tests.get("available") else "not available")
+        gpus = record.get("gpus") or 0
+        names = ", ".join(sorted(set(record.get("gpu_names") or [])))
+        check = "run" if gpus else "skipped: " + (record.get("skip_reason") or "no GPU")
+        lines.append("| {0} | {1}{2} | {3} | {4} |".format(
+            _md(host), gpus, " ({0})".format(_md(names)) if names else "", _md(str(version)), _md(check)))
+    return lines + [""]
+
+
+def _run_section(run):
+    lines = ["## {0}: {1}".format(run["title"], "PASSED" if run["passed"] else "FAILED"), ""]
+    if run.get("command"):
+        lines += ["Command: `{0}`".format(" ".join(str(arg) for arg in run["command"])), ""]
+    facts = ["rc {0}".format(run.get("rc"))]
+    if run.get("duration_s") is not None:
+        facts.append("{0:.1f} s".format(run["duration_s"]))
+    if timed_out(run):
+        facts.append("stopped after the {0} s timeout".format(run.get("timeout_s")))
+    perf = run.get("perf")
+    if perf:
+        facts += ["ranks {0} on {1}".format(perf.get("ranks"), ", ".join(perf.get("hosts") or []) or "?"),
+                  "NCCL {0}".format(perf.get("nccl_version") or "?"),
+                  "nccl-tests {0}".format(perf.get("nccl_tests_version") or "?")]
+        if perf.get("ranks") == 1:
+            facts.append("busbw is 0 by definition with one rank")
+        elif perf.get("peak_busbw_gbps") is not None:
+            facts.append("peak busbw {0} GB/s at {1}".format(_num(perf["peak_busbw_gbps"]),
+                                                              human_size(perf.get("peak_busbw_size_bytes"))))
+    lines += ["- " + "; ".join(facts)]
+    lines += ["- " + _md(line.strip()) for line in run["reasons"][1:] if line.startswith("  ")]
+    lines.append("")
+    if perf and perf.get("gates"):
+        lines += ["| gate | limit | measured | verdict |", "|---|---|---|---|"]
+        lines += ["| {0} | {1} | {2} | {3} |".format(gate["name"], _num(gate.get("limit")), _num(gate.get("measured")),
+                                                     "pass" if gate.get("passed") else "FAIL: " + _md(gate["message"]))
+                  for gate in perf["gates"]]
+        lines.append("")
+    rows = (perf or {}).get("rows") or []
+    if rows:
+        lines += ["| size | time (us) | algbw (GB/s) | busbw (GB/s) | in-place busbw | #wrong |",
+                  "|---:|---:|---:|---:|---:|---:|"]
+        for row in rows:
+            out, inp = row.get("out_of_place") or {}, row.get("in_place") or {}
+            lines.append("| {0} | {1} | {2} | {3} | {4} | {5} |".format(
+                human_size(row.get("size_bytes")), _num(out.get("time_us")), _num(out.get("algbw_gbps")),
+                _num(out.get("busbw_gbps")), _num(inp.get("busbw_gbps")), _num(out.get("wrong"))))
+        lines.append("")
+    if run.get("raw"):
+        lines += ["Raw files: " + ", ".join("[{0}]({0})".format(path) for path in run["raw"]), ""]
+    return lines
+
+
+def _network_section(network):
+    lines = ["## Network (nccl_network)", ""]
+    for host, facts in sorted(network.items()):
+        state = {True: "passed", False: "FAILED"}.get(facts.get("passed"), "no verdict")
+        details = ["{0} {1}".format(label, facts[key]) for key, label in (
+            ("port_range", "ports"), ("master_port", "master port"), ("firewall", "firewall"))
+            if facts.get(key) not in (None, "", [])]
+        lines.append("- {0}: {1}".format(_md(host), "; ".join([state] + details)))
+        lines += ["  - " + _md(_verdict_text(verdict)) for verdict in facts.get("verdicts") or []]
+    return lines + [""]
+
+
+def human_size(size):
+    if not isinstance(size, int):
+        return "?"
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= factor and size % factor == 0:
+            return "{0} {1}".format(size // factor, unit)
+    return "{0} B".format(size)
+
+
+def _num(value):
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return "{0:g}".format(value)
+    return str(value)
+
+
+def _md(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+# -- writing -------------------------------------------------------------------------------
+
+
+def staging_dir(parent, name):
+    return os.path.join(os.path.abspath(parent), "." + name + PARTIAL_SUFFIX)
+
+
+def stage(parent, name):
+    """Create (or reuse) the staging folder and its raw/ folder; return the staging path."""
+    _check_name(name)
+    staging = staging_dir(parent, name)
+    try:
+        os.makedirs(os.path.join(staging, RAW_DIR), mode=0o755, exist_ok=True)
+    except OSError as error:
+        raise NcclReportError("cannot create the report folder {0}: {1}; set nccl_validate_report_parent to a "
+                              "folder the controller's user can write".format(staging, error.strerror or error))
+    return staging
+
+
+def write_report(parent, name, report):
+    """Write report.json and report.md into the staging folder, then rename it into place.
+
+    Returns the final folder. On any error the staging folder is removed and NcclReportError
+    raised: a report folder either is complete or does not exist.
+    """
+    staging = stage(parent, name)
+    try:
+        _write_file(os.path.join(staging, REPORT_JSON), json.dumps(report, indent=2, sort_keys=True,
+                                                                   allow_nan=False) + "\n")
+        _write_file(os.path.join(staging, REPORT_MD), render_markdown(report))
+        final = _free_name(os.path.join(os.path.abspath(parent), name))
+        os.rename(staging, final)
+        _fsync_dir(os.path.dirname(final))
+    except (OSError, ValueError, TypeError) as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise NcclReportError("could not write the report in {0}: {1}; nothing was left behind".format(
+            parent, getattr(error, "strerror", None) or error))
+    return final
+
+
+def discard(parent, name):
+    """Remove the staging folder (a run that wrote nothing)."""
+    shutil.rmtree(staging_dir(parent, name), ignore_errors=True)
+
+
+def _check_name(name):
+    if not name or os.sep in name or name.startswith(".") or name in ("..",):
+        raise NcclReportError("report name {0!r} must be a plain folder name such as 20261202T090419Z".format(name))
+
+
+def _free_name(path):
+    candidate, number = path, 1
+    while os.path.exists(candidate):
+        number += 1
+        candidate = "{0}-{1}".format(path, number)
+    return candidate
+
+
+def _write_file(path, text):
+    folder = os.path.dirname(path)
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def _fsync_dir(folder):
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+def load_report(report_dir):
+    """The report dict of a report folder (or of its report.json)."""
+    path = report_dir if str(report_dir).endswith(".json") else os.path.join(report_dir, REPORT_JSON)
+    try:
+        with open(path, encoding="utf-8") as stream:
+            report = json.load(stream)
+    except FileNotFoundError:
+        raise NcclReportError("{0} does not exist: pass a folder that nccl_validate wrote "
+                              "(ncclkit-report/<UTC timestamp>/)".format(path))
+    except (OSError, ValueError) as error:
+        raise NcclReportError("cannot read {0}: {1}".format(path, getattr(error, "strerror", None) or error))
+    if not isinstance(report, dict) or report.get("report_version") != REPORT_VERSION \
+            or not isinstance(report.get("runs"), list):
+        raise NcclReportError("{0} is not an ncclkit report (report_version {1} with a runs list expected)"
+                              .format(path, REPORT_VERSION))
+    return report
+
+
+def bandwidth_series(report):
+    """[{label, sizes, busbw, algbw}]: out-of-place bandwidth per message size, one per run with rows."""
+    series = []
+    for run in report.get("runs", []):
+        points = [(row["size_bytes"], row["out_of_place"]["busbw_gbps"], row["out_of_place"].get("algbw_gbps"))
+                  for row in ((run.get("perf") or {}).get("rows") or [])
+                  if isinstance(row.get("size_bytes"), int) and row["size_bytes"] > 0
+                  and isinstance(row.get("out_of_place"), dict)
+                  and isinstance(row["out_of_place"].get("busbw_gbps"), (int, float))]
+        if points:
+            points.sort()
+            series.append({"label": run.get("title") or run_title(run),
+                           "sizes": [point[0] for point in points],
+                           "busbw": [point[1] for point in points],
+                           "algbw": [point[2] for point in points]})
+    if not series:
+        raise NcclReportError("the report has no measured rows (no run produced bus bandwidth numbers), so "
+                              "there is nothing to plot; see its report.md for why")
+    return series

@@ -1,0 +1,53 @@
+#!/usr/bin/python
+"""Read the host's NICs from the kernel (rtnetlink), without iproute2."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nccl_nics
+short_description: Read the host's NICs, IPv4 addresses, MTUs and default route
+description:
+  - Asks the kernel over rtnetlink for every interface of the host's network namespace, its IPv4
+    addresses with their prefix lengths, its MTU and flags, and which interface holds the IPv4
+    default route of the main table.
+  - Needs no iproute2, which many GPU container images (AutoDL's among them) lack.
+  - Only reads; it changes nothing on the host.
+version_added: 0.1.0
+author: ncclkit maintainers
+options: {}
+attributes:
+  check_mode:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Read the NICs
+  ncclkit.cluster.nccl_nics:
+  register: __nccl_preflight_read_nics
+"""
+
+RETURN = r"""
+nics:
+  description: The interfaces in index order.
+  returned: success
+  type: list
+  elements: dict
+  sample:
+    - {name: eth1, ipv4: [{address: 10.0.0.11, prefix: 24}], mtu: 9000, up: true, loopback: false, default_route: false}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ncclkit.cluster.plugins.module_utils.linux_nics import NicReadError, read_nics
+
+
+def main():
+    module = AnsibleModule(argument_spec={}, supports_check_mode=True)
+    try:
+        nics = read_nics()
+    except NicReadError as error:
+        module.fail_json(msg=f"{error}; is this a Linux host?")
+    module.exit_json(changed=False, nics=nics)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""`ncclkit report DIR`: the bandwidth-versus-message-size plot of an nccl_validate report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "report", help="plot bus bandwidth versus message size from a report folder (busbw.png)")
+    parser.add_argument("report_dir", metavar="REPORT_DIR",
+                        help="a folder nccl_validate wrote: ncclkit-report/<UTC timestamp>/")
+    parser.add_argument("-o", "--output", help="PNG to write (default: REPORT_DIR/busbw.png)")
+    parser.set_defaults(handler=report_command)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    try:
+        written = write_plot(args.report_dir, args.output)
+    except PlotError as error:
+        print(f"ncclkit report: {error}", file=sys.stderr)
+        return 1
+    print(f"ncclkit report: wrote {written}")
+    return 0
+
+
+class PlotError(Exception):
+    """The plot could not be made; the message says why."""
+
+
+def write_plot(report_dir, output=None):
+    """The plot's path; PlotError with the cause for a bad report or a missing matplotlib."""
+    from ncclkit.paths import module_utils
+
+    errors = module_utils("nccl_report").NcclReportError
+    try:
+        from ncclkit.plot import plot_report
+
+        return plot_report(report_dir, output)
+    except ImportError as error:
+        raise PlotError(f"matplotlib is missing ({error}): pip install 'ncclkit[plot]'") from None
+    except errors as error:
+        raise PlotError(str(error)) from None
+    except OSError as error:
+        raise PlotError(f"cannot write the plot: {error}") from None

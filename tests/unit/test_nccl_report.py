@@ -1,0 +1,184 @@
+"""The nccl_validate report: verdicts from run records built on real samples, report.md, the
+atomic write and reading it back."""
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_report
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import read_nccl_log_files
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse_file, summarize
+from conftest import SAMPLES
+
+HOST = {"gpus": 1, "gpu_names": ["NVIDIA H200"], "skip_reason": "", "nccl_tests": {"version": "2.19.6"}}
+
+
+def perf(name, **gates):
+    return summarize(parse_file(str(SAMPLES / name)), **gates)
+
+
+def run(name="multi", host="node1", **fields):
+    record = {"name": name, "host": host, "hosts": ["node1", "node2"] if name == "multi" else [host],
+              "command": ["/opt/ncclkit/bin/ncclkit-mpirun", "all_reduce_perf", "-g", "1"], "ran": True, "rc": 0,
+              "timeout_s": 300, "duration_s": 12.5, "expected_ranks": 2, "perf": None, "perf_error": None,
+              "diagnosis": None, "stderr_tail": [], "raw": ["raw/node1/multi.txt"]}
+    record.update(fields)
+    return record
+
+
+def diagnosis(name):
+    found = read_nccl_log_files([SAMPLES / name])
+    return {"findings": found["findings"], "hosts": found["hosts"]}
+
+
+def report_of(*runs, hosts=None, **data):
+    return nccl_report.build_report(dict(hosts=hosts or {"node1": HOST, "node2": HOST}, runs=list(runs), **data),
+                                    created="2026-12-02T09:05:00Z")
+
+
+def test_a_passing_multi_node_run():
+    report = report_of(run(perf=perf("h200-2host-socket-defaults.txt", expected_ranks=2, min_busbw_gbps=2.5)))
+    assert report["passed"] and report["verdict"] == "passed" and report["reasons"] == []
+    assert report["runs"][0]["title"] == "multi-node across node1, node2" and report["runs"][0]["passed"]
+    assert nccl_report.summary_line(report) == "nccl_validate PASSED: 1 run(s), 1 passed"
+
+
+def test_a_gate_failure_names_the_numbers():
+    report = report_of(run(perf=perf("h200-2host-socket-defaults.txt", expected_ranks=2, min_busbw_gbps=3)))
+    assert report["reasons"] == [
+        "multi-node across node1, node2: busbw 2.99 GB/s at 536870912 B is below min_busbw_gbps 3"]
+
+
+def test_too_few_ranks_hint_at_a_binary_without_mpi():
+    report = report_of(run(perf=perf("perf-eks-efa-a10g-1rank-cut.txt", expected_ranks=2)))
+    reason, = report["reasons"]
+    assert "1 ranks on 1 host(s) (test-nccl-worker-0), expected_ranks is 2" in reason
+    assert "built without MPI=1" in reason and "no 'Avg bus bandwidth' footer" in reason
+
+
+def test_a_failed_run_carries_the_diagnosis_under_its_reason():
+    report = report_of(run(rc=3, perf=perf("h200-2host-bad-socket-ifname.txt", expected_ranks=2),
+                           diagnosis=diagnosis("h200-2host-bad-socket-ifname.txt")))
+    first, *diagnosed = report["reasons"]
+    assert first.startswith("multi-node across node1, node2: the run is incomplete, it failed: node0: Test NCCL")
+    assert diagnosed[0].startswith("  node0: NCCL found no network interface to use")
+    assert " -> set NCCL_SOCKET_IFNAME to the cluster NIC" in diagnosed[0]
+
+
+def test_a_timeout_is_a_hang_whatever_was_printed():
+    report = report_of(run(rc=124, timeout_s=5, perf_error="the input is empty: no nccl-tests output to read"))
+    reason, = report["reasons"]
+    assert reason.startswith("multi-node across node1, node2: all_reduce_perf did not finish within 5 s and "
+                             "was stopped: it hung")
+    assert report["runs"][0]["timed_out"] is True
+    killed = report_of(run(rc=137, perf=perf("h200-2host-bad-socket-ifname.txt", expected_ranks=2)))
+    assert "did not finish" in killed["reasons"][0] and len(killed["reasons"]) == 1  # no rows: no gate line
+
+
+def test_no_result_says_why_with_the_end_of_stderr():
+    report = report_of(run(name="single", rc=127, perf_error="the input is empty",
+                           stderr_tail=["sh: 1: /opt/x/all_reduce_perf: not found"]))
+    assert report["reasons"] == ["single-node on node1: no nccl-tests result (rc 127): the input is empty",
+                                 "  stderr: sh: 1: /opt/x/all_reduce_perf: not found"]
+
+
+def test_a_complete_run_with_a_bad_exit_code_fails():
+    report = report_of(run(rc=1, perf=perf("h200-2host-socket-defaults.txt", expected_ranks=2)))
+    assert report["reasons"] == ["multi-node across node1, node2: the benchmark printed a complete run but exited "
+                                 "with rc 1"]
+
+
+def test_runs_that_could_not_start_hosts_without_data_and_the_network():
+    network = {"node1": {"passed": False, "verdicts": [{"message": "node1 -> node2 port 29500 refused"}]},
+               "node2": {}}
+    report = report_of(run(ran=False, not_run_reason="no launcher for the multi-node run"),
+                       hosts={"node1": HOST, "node2": {}}, network=network)
+    assert report["reasons"] == [
+        "multi-node across node1, node2: not run: no launcher for the multi-node run",
+        "network (node1): node1 -> node2 port 29500 refused",
+        "node2: no validation data: the host failed or was unreachable before nccl_validate ran (see the play's "
+        "output)"]
+    assert report["network"] == {"node1": network["node1"]} and report["network_passed"] is False
+
+
+def test_no_gpu_anywhere_passes_and_says_the_checks_were_skipped():
+    no_gpu = {"gpus": 0, "skip_reason": "nvidia-smi not found"}
+    report = report_of(hosts={"node1": no_gpu, "node2": no_gpu},
+                       network={"node1": {"passed": True, "verdicts": []}})
+    assert report["passed"] and report["notes"] == ["GPU checks skipped on node1, node2: nvidia-smi not found"]
+    assert nccl_report.summary_line(report).endswith("(GPU checks skipped: no host has a GPU)")
+    markdown = nccl_report.render_markdown(report)
+    assert "| node1 | 0 | not available | skipped: nvidia-smi not found |" in markdown
+    assert "- node1: passed\n" in markdown
+
+
+def test_single_node_runs_come_first():
+    report = report_of(run(), run(name="single", host="node2"), run(name="single", host="node1"))
+    assert [item["title"] for item in report["runs"]] == [
+        "single-node on node1", "single-node on node2", "multi-node across node1, node2"]
+
+
+def test_markdown_has_the_verdict_reasons_gates_rows_and_raw_links():
+    report = report_of(run(perf=perf("h200-2host-socket-defaults.txt", expected_ranks=2, min_busbw_gbps=3)))
+    markdown = nccl_report.render_markdown(report)
+    assert markdown.startswith("# ncclkit validation report: FAILED\n")
+    assert "## Why it failed\n\n- multi-node across node1, node2: busbw 2.99 GB/s" in markdown
+    assert "| min_busbw_gbps | 3 | 2.99 | FAIL: busbw 2.99 GB/s at 536870912 B is below min_busbw_gbps 3 |" in markdown
+    assert "| 512 MiB | 179339 | 2.99 | 2.99 | 2.94 | 0 |" in markdown
+    assert "[raw/node1/multi.txt](raw/node1/multi.txt)" in markdown
+    assert "Command: `/opt/ncclkit/bin/ncclkit-mpirun all_reduce_perf -g 1`" in markdown
+
+
+def test_human_sizes():
+    assert [nccl_report.human_size(size) for size in (8, 1024, 3 << 20, 1 << 30, 1536, None)] == [
+        "8 B", "1 KiB", "3 MiB", "1 GiB", "1536 B", "?"]
+
+
+def test_write_is_atomic_and_never_overwrites(tmp_path):
+    report = report_of(run(perf=perf("h200-2host-socket-defaults.txt")))
+    staging = nccl_report.stage(str(tmp_path), "20261202T090419Z")
+    (tmp_path / ".20261202T090419Z.partial" / "raw" / "node1").mkdir()
+    (tmp_path / ".20261202T090419Z.partial" / "raw" / "node1" / "multi.txt").write_text("output")
+    final = nccl_report.write_report(str(tmp_path), "20261202T090419Z", report)
+    assert final == str(tmp_path / "20261202T090419Z") and not os.path.exists(staging)
+    assert sorted(os.listdir(final)) == ["raw", "report.json", "report.md"]
+    assert nccl_report.load_report(final) == json.loads(json.dumps(report))
+    again = nccl_report.write_report(str(tmp_path), "20261202T090419Z", report)
+    assert again == str(tmp_path / "20261202T090419Z-2")
+
+
+def test_a_failed_write_leaves_nothing(tmp_path):
+    report = report_of(run(perf=perf("h200-2host-socket-defaults.txt")))
+    report["settings"] = {"not json": float("nan")}
+    with pytest.raises(nccl_report.NcclReportError, match="nothing was left behind"):
+        nccl_report.write_report(str(tmp_path), "20261202T090419Z", report)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["", ".hidden", "a/b"])
+def test_report_names_are_plain(tmp_path, name):
+    with pytest.raises(nccl_report.NcclReportError, match="plain folder name"):
+        nccl_report.stage(str(tmp_path), name)
+
+
+def test_reading_a_report_back_fails_clearly(tmp_path):
+    with pytest.raises(nccl_report.NcclReportError, match="does not exist: pass a folder that nccl_validate wrote"):
+        nccl_report.load_report(str(tmp_path))
+    (tmp_path / "report.json").write_text("{not json")
+    with pytest.raises(nccl_report.NcclReportError, match="cannot read"):
+        nccl_report.load_report(str(tmp_path))
+    (tmp_path / "report.json").write_text('{"runs": []}')
+    with pytest.raises(nccl_report.NcclReportError, match="not an ncclkit report"):
+        nccl_report.load_report(str(tmp_path))
+
+
+def test_bandwidth_series_come_from_the_rows():
+    report = report_of(run(perf=perf("h200-2host-socket-defaults.txt")),
+                       run(name="single", perf=perf("h200-1gpu-all_reduce_perf.txt")), run(name="single", host="node2"))
+    single, multi = nccl_report.bandwidth_series(json.loads(json.dumps(report)))
+    assert multi == {"label": "multi-node across node1, node2", "sizes": [1048576, 8388608, 67108864, 536870912],
+                     "busbw": [2.22, 3.13, 3.29, 2.99], "algbw": [2.22, 3.13, 3.29, 2.99]}
+    assert single["label"] == "single-node on node1" and single["sizes"][0] == 8
+    with pytest.raises(nccl_report.NcclReportError, match="no measured rows"):
+        nccl_report.bandwidth_series(report_of(run(name="single", host="node2")))

@@ -1,0 +1,82 @@
+"""The nccl_report module through main(): stage, write, discard, check mode, bad input."""
+
+import json
+import os
+
+import pytest
+import yaml
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse_file, summarize
+from ansible_collections.ncclkit.cluster.plugins.modules import nccl_report
+from conftest import SAMPLES
+
+NAME = "20261202T090419Z"
+
+
+def run_module(capsys, args):
+    with patch_module_args(args), pytest.raises(SystemExit) as exit_info:
+        nccl_report.main()
+    return exit_info.value.code, json.loads(capsys.readouterr().out)
+
+
+def data(min_busbw_gbps=2.5):
+    perf = summarize(parse_file(str(SAMPLES / "h200-2host-socket-defaults.txt")), expected_ranks=2,
+                     min_busbw_gbps=min_busbw_gbps)
+    return {"hosts": {"node1": {"gpus": 1}, "node2": {"gpus": 1}},
+            "runs": [{"name": "multi", "host": "node1", "hosts": ["node1", "node2"], "rc": 0, "perf": perf}]}
+
+
+def test_stage_then_write_gives_a_complete_folder_and_changes_nothing_reported(capsys, tmp_path):
+    code, staged = run_module(capsys, {"parent": str(tmp_path), "name": NAME, "state": "staged"})
+    assert code == 0 and staged["changed"] is False
+    assert staged["staging"] == str(tmp_path / f".{NAME}.partial") and os.path.isdir(staged["staging"] + "/raw")
+    code, written = run_module(capsys, {"parent": str(tmp_path), "name": NAME, "data": data()})
+    assert code == 0 and written["changed"] is False and written["passed"] is True
+    assert written["path"] == str(tmp_path / NAME) and sorted(os.listdir(tmp_path)) == [NAME]
+    assert written["msg"] == f"nccl_validate PASSED: 1 run(s), 1 passed\nreport: {tmp_path / NAME}"
+
+
+def test_a_failed_check_is_returned_not_raised(capsys, tmp_path):
+    code, written = run_module(capsys, {"parent": str(tmp_path), "name": NAME, "data": data(3.0)})
+    assert code == 0 and "failed" not in written and written["passed"] is False
+    assert written["reasons"] == ["multi-node across node1, node2: busbw 2.99 GB/s at 536870912 B is below "
+                                  "min_busbw_gbps 3"]
+    assert written["msg"].splitlines()[-1] == f"report: {tmp_path / NAME}"
+    assert json.loads((tmp_path / NAME / "report.json").read_text())["verdict"] == "failed"
+
+
+def test_check_mode_writes_nothing_but_gives_the_verdict(capsys, tmp_path):
+    for state in ("staged", "written", "discarded"):
+        code, result = run_module(capsys, {"parent": str(tmp_path / "reports"), "name": NAME, "state": state,
+                                           "data": data(3.0), "_ansible_check_mode": True})
+        assert code == 0 and result["changed"] is False
+    assert result["passed"] is True and not (tmp_path / "reports").exists()
+    code, result = run_module(capsys, {"parent": str(tmp_path), "name": NAME, "data": data(3.0),
+                                       "_ansible_check_mode": True})
+    assert result["passed"] is False and result["path"] == "" and os.listdir(tmp_path) == []
+
+
+def test_discard_removes_the_staging_folder(capsys, tmp_path):
+    run_module(capsys, {"parent": str(tmp_path), "name": NAME, "state": "staged"})
+    code, result = run_module(capsys, {"parent": str(tmp_path), "name": NAME, "state": "discarded"})
+    assert code == 0 and os.listdir(tmp_path) == []
+
+
+def test_an_unwritable_parent_fails_with_the_fix(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, result = run_module(capsys, {"parent": str(blocker), "name": NAME, "state": "staged"})
+    assert code == 1 and "set nccl_validate_report_parent to a folder" in result["msg"]
+    code, result = run_module(capsys, {"parent": str(tmp_path), "name": "../up", "state": "staged"})
+    assert code == 1 and "plain folder name" in result["msg"]
+
+
+def test_documentation_matches_the_argument_spec():
+    documentation = yaml.safe_load(nccl_report.DOCUMENTATION)
+    yaml.safe_load(nccl_report.EXAMPLES)
+    returned = yaml.safe_load(nccl_report.RETURN)
+    assert documentation["module"] == "nccl_report" and documentation["attributes"]["check_mode"]["support"] == "full"
+    assert {name: option["type"] for name, option in documentation["options"].items()} == {
+        "parent": "path", "name": "str", "state": "str", "data": "dict"}
+    assert set(returned) == {"path", "staging", "passed", "msg", "reasons", "summary"}
