@@ -54,8 +54,10 @@ class Channels:
         self.ports = ports
         self.listeners: Dict[int, str] = {}
         self.done_from: set = set()
-        self._conns: Dict[str, socket.socket] = {}   # peer -> a connection to or from it
-        self._pending_done: set = set()              # peers to tell `done` once a connection exists
+        # Every connection to or from each peer: both ends keep them all, so whichever one a peer
+        # writes `done` on is being read.
+        self._conns: Dict[str, List[socket.socket]] = {}
+        self._told: set = set()                      # peers to tell `done`, on every connection
         self._lock = threading.Lock()
         self._selector = selectors.DefaultSelector()
         self._register: List = []
@@ -99,18 +101,15 @@ class Channels:
             conn.close()
             return
         with self._lock:
-            if peer in self._conns:
-                conn.close()
-                return
-            self._conns[peer] = conn
             self._register.append(conn)
-            self._flush_done(peer)
+            self._add(peer, conn)
 
     def say_done(self, peers: List[str]):
         with self._lock:
-            self._pending_done.update(peers)
+            self._told.update(peers)
             for peer in peers:
-                self._flush_done(peer)
+                for conn in self._conns.get(peer, []):
+                    self._send_done(conn)
 
     def wait_done(self, probers: List[str], deadline: float) -> List[str]:
         """Block until every prober said done or the deadline passed; returns the missing ones."""
@@ -122,15 +121,17 @@ class Channels:
                     return missing
                 self._changed.wait(min(left, 0.2))
 
-    def _flush_done(self, peer):
+    def _add(self, peer, conn):
         # Called with the lock held.
-        conn = self._conns.get(peer)
-        if peer in self._pending_done and conn is not None:
-            try:
-                conn.sendall(b"done " + self.me.encode() + b"\n")
-                self._pending_done.discard(peer)
-            except OSError:
-                pass
+        self._conns.setdefault(peer, []).append(conn)
+        if peer in self._told:
+            self._send_done(conn)
+
+    def _send_done(self, conn):
+        try:
+            conn.sendall(b"done " + self.me.encode() + b"\n")
+        except OSError:
+            pass
 
     def _loop(self):
         while not self._stop.is_set():
@@ -176,9 +177,8 @@ class Channels:
         for line in lines:
             word, _, peer = line.decode(errors="replace").partition(" ")
             with self._changed:
-                if word == "hello" and peer and peer not in self._conns:
-                    self._conns[peer] = conn
-                    self._flush_done(peer)
+                if word == "hello" and peer:
+                    self._add(peer, conn)
                 elif word == "done" and peer:
                     self.done_from.add(peer)
                     self._changed.notify_all()
