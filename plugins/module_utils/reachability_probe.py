@@ -339,6 +339,7 @@ class Check:
         return users[0][len("users:"):] if rc == 0 and users else ""
 
     def run(self, evidence: Callable[[], dict] = lambda: {}) -> dict:
+        _raise_open_files_limit()
         self.channels.start(self.holder)
         server, server_state = self.start_iperf3_server()
         firewall = self.tasks.submit(evidence)
@@ -364,6 +365,18 @@ class Check:
             "firewall": firewall.result(), "probed_s": round(probed_s, 3),
             "elapsed_s": round(time.monotonic() - self.start, 3),
         }
+
+
+def _raise_open_files_limit():
+    """The first host keeps a connection from every other host open until the end: on a large
+    cluster that outgrows the usual soft limit of 1024 descriptors."""
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 1 << 20, hard))
+    except (ImportError, ValueError, OSError):
+        pass
 
 
 def _read_line(conn: socket.socket, timeout: float) -> bytes:

@@ -7,14 +7,33 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
+from lab_helpers import leftovers
 from ncclkit.lab import Lab
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = Path(__file__).parent / "playbooks" / "network.yml"
 # The tools are on the host already (nodes share /usr); the tests skip the package step.
 FAST = {"nccl_network_install_packages": False, "nccl_network_iperf3": False}
+
+
+@contextmanager
+def lab_with_outsider(index: int, nodes: int, inventory: Path, setups=None):
+    """Lab `index` with `nodes` nodes and an outsider, each node after its setup script; removed
+    completely afterwards. `lab.inventory` is its inventory."""
+    lab = Lab(index)
+    lab.down()   # whatever an interrupted earlier run left
+    lab.up(nodes=nodes, outsider=True, inventory_path=inventory)
+    lab.inventory = inventory
+    try:
+        for node, script in (setups or {}).items():
+            sh(lab, node, script)
+        yield lab
+    finally:
+        lab.down()
+    assert leftovers(index, inventory) == []
 
 
 class Play:

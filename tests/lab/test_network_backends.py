@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from lab_helpers import leftovers, needs_root
-from ncclkit.lab import Lab
-from network_helpers import Listeners, play, reachable, sh
+from lab_helpers import needs_root
+from network_helpers import Listeners, lab_with_outsider, play, reachable, sh
 
 pytestmark = [pytest.mark.lab, needs_root]
 
@@ -50,15 +49,9 @@ FIREWALL_ONLY = ("--tags", "nccl_preflight,nccl_network_firewall")
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     inventory = tmp_path_factory.mktemp("lab21") / "hosts.yml"
-    lab = Lab(INDEX)
-    lab.down()
-    lab.up(nodes=4, outsider=True, inventory_path=inventory)
-    lab.inventory = inventory
-    for node, backend in BACKENDS.items():
-        sh(lab, node, SETUPS[backend])
-    yield lab
-    lab.down()
-    assert leftovers(INDEX, inventory) == []
+    setups = {node: SETUPS[backend] for node, backend in BACKENDS.items()}
+    with lab_with_outsider(INDEX, len(BACKENDS), inventory, setups) as lab:
+        yield lab
 
 
 def private_ip(node):

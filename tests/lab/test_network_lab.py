@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lab_helpers import leftovers, needs_root
-from ncclkit.lab import Lab
-from network_helpers import Listeners, play, reachable, sh
+from lab_helpers import needs_root
+from network_helpers import Listeners, lab_with_outsider, play, reachable, sh
 
 pytestmark = [pytest.mark.lab, needs_root]
 
@@ -22,15 +21,8 @@ NCCLKIT_FILES = "/etc/ncclkit /etc/sysctl.d/60-ncclkit-nccl.conf /etc/systemd/sy
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     inventory = tmp_path_factory.mktemp("lab20") / "hosts.yml"
-    lab = Lab(INDEX)
-    lab.down()
-    lab.up(nodes=2, outsider=True, inventory_path=inventory)
-    for node in NODES:
-        sh(lab, node, f"nft '{USER_TABLE}'")
-    lab.inventory = inventory
-    yield lab
-    lab.down()
-    assert leftovers(INDEX, inventory) == []
+    with lab_with_outsider(INDEX, 2, inventory, dict.fromkeys(NODES, f"nft '{USER_TABLE}'")) as lab:
+        yield lab
 
 
 @pytest.fixture(scope="module")
