@@ -114,6 +114,19 @@ def test_an_mtu_mismatch_is_named_in_the_last_lines(lab, converged):
     assert "node1's eth1 has MTU 9000, node2's eth1 has MTU 1500" in tail
 
 
+def test_the_public_nic_is_named_as_the_wrong_nic(lab, converged):
+    # The article's failure: eth0 (where the hostname resolves) carries no node-to-node traffic.
+    result = play(lab.inventory, "--tags", "nccl_preflight,nccl_network_diagnose",
+                  variables={"nccl_preflight_ifname": "eth0"})
+    assert result.rc != 0
+    verdicts = result.facts("node2")["verdicts"]
+    assert [(v["code"], v["source"], v["target"]) for v in verdicts] == [("wrong_nic", "node1", "node2"),
+                                                                          ("wrong_nic", "node2", "node1")]
+    assert "node2 answers node1 at 198.19.20.12 (eth1) but not at its cluster address 198.18.20.12 (eth0)" \
+        in verdicts[0]["cause"]
+    assert "nccl_preflight_ifname: eth1" in verdicts[0]["fix"]
+
+
 def test_absent_removes_exactly_what_ncclkit_added(lab, converged):
     result = play(lab.inventory, variables={"nccl_network_state": "absent"})
     assert result.rc == 0 and all(result.changed().values())
