@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import firewall_rules as rules
 from .firewall_observe import active_firewalls, default_drop_chains, iptables_in_use
@@ -30,7 +30,7 @@ class PlanError(ValueError):
     """The wanted state cannot be reached safely; the message says why and what settles it."""
 
 
-def choose_backend(wanted: str, seen: dict, installed: Dict[str, bool]) -> (str, List[str]):
+def choose_backend(wanted: str, seen: dict, installed: Dict[str, bool]) -> Tuple[str, List[str]]:
     """`auto` -> the firewall that manages the host; with none, nftables (or iptables) so that
     ncclkit's own rules close the ports to everyone else."""
     warnings = []
@@ -52,13 +52,10 @@ def choose_backend(wanted: str, seen: dict, installed: Dict[str, bool]) -> (str,
 def blocking_chains(backend: str, seen: dict, user_chains: Sequence[str]) -> List[dict]:
     """Default-drop chains outside the backend's family: ncclkit's accepts cannot get past them."""
     domain = DOMAIN.get(backend)
-    found = []
-    named = {" ".join(rules.parse_chain(chain)) for chain in user_chains}
-    if domain != "nft":
-        found += [{"chain": chain, "domain": "nft"} for chain in default_drop_chains(seen)]
-    else:
-        found += [{"chain": chain, "domain": "nft"} for chain in default_drop_chains(seen) if chain not in named]
-    if domain not in ("xt",) and _iptables_drops(seen.get("iptables_save")):
+    # Only an nftables backend can reach into the user's chains, and only those named.
+    named = {" ".join(rules.parse_chain(chain)) for chain in user_chains} if domain == "nft" else set()
+    found = [{"chain": chain, "domain": "nft"} for chain in default_drop_chains(seen) if chain not in named]
+    if domain != "xt" and _iptables_drops(seen.get("iptables_save")):
         found.append({"chain": "iptables filter INPUT", "domain": "xt"})
     if domain != "firewalld" and seen.get("firewalld") == "running":
         found.append({"chain": "table inet firewalld", "domain": "firewalld"})
@@ -202,7 +199,7 @@ def _iptables_lines(save_text):
 def _iptables_drops(save_text) -> bool:
     """iptables' INPUT drops what it does not accept (ncclkit's jump aside)."""
     return iptables_in_use(save_text) and (
-        f":INPUT DROP" in (save_text or "") or bool(re.search(r"^-A INPUT -j (DROP|REJECT)", save_text or "", re.M)))
+        ":INPUT DROP" in (save_text or "") or bool(re.search(r"^-A INPUT -j (DROP|REJECT)", save_text or "", re.M)))
 
 
 def _iptables(result, wanted, spec, seen, stored, state_dir):

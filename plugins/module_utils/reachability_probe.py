@@ -75,9 +75,11 @@ class Channels:
                 server.listen(128)
             except OSError as error:
                 server.close()
-                held = holder(port) if error.errno == errno.EADDRINUSE else ""
-                self.listeners[port] = f"in use{' by ' + held if held else ''}" \
-                    if error.errno == errno.EADDRINUSE else f"cannot listen: {error.strerror}"
+                if error.errno == errno.EADDRINUSE:
+                    held = holder(port)
+                    self.listeners[port] = f"in use by {held}" if held else "in use"
+                else:
+                    self.listeners[port] = f"cannot listen: {error.strerror}"
                 continue
             server.setblocking(False)
             self._selector.register(server, selectors.EVENT_READ, "listen")
