@@ -8,8 +8,12 @@ export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 export MOLECULE_GLOB := molecule/*/molecule.yml
 DEMO_NODES ?= 2
 
+# The firewalls nccl_network's lab tests run inside lab nodes. Installing them must not start a
+# firewall on this host: they are installed with services kept from starting (policy-rc.d), ufw
+# stays disabled (its default), and firewalld is disabled where systemd would start it at boot.
+FIREWALL_PACKAGES := iptables ufw firewalld
 APT_PACKAGES := python3-venv openssh-server openssh-client nftables iproute2 iputils-ping \
-	iperf3 netcat-openbsd util-linux procps git make openmpi-bin
+	iperf3 netcat-openbsd util-linux procps git make openmpi-bin $(FIREWALL_PACKAGES)
 APT_STAMP := $(VENV)/.apt-installed
 PIP_STAMP := $(VENV)/.pip-installed
 
@@ -23,7 +27,12 @@ $(APT_STAMP):
 	  dpkg-query -W $$p >/dev/null 2>&1 || echo $$p; done | sort -u); \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing Debian packages: $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  policy=/usr/sbin/policy-rc.d; \
+	  if [ ! -e $$policy ]; then printf '#!/bin/sh\nexit 101\n' > $$policy; chmod 755 $$policy; \
+	    trap "rm -f $$policy" EXIT; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing || exit 1; \
+	  if echo "$$missing" | grep -qw firewalld && [ -d /run/systemd/system ]; then \
+	    systemctl disable --now firewalld.service; fi; \
 	fi
 	@[ -x $(BIN)/python ] || python3 -m venv $(VENV)
 	@touch $@
@@ -53,6 +62,7 @@ lint: setup
 
 molecule: install
 	$(BIN)/molecule test -s default
+	$(BIN)/molecule test -s network
 
 clean:
 	-ncclkit lab down

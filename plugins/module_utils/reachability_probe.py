@@ -1,0 +1,392 @@
+"""One host's part of the reachability check: listen, probe the peers, wait for them, report.
+
+Pure Python 3.8+ standard library plus the `ping`, `ip` and (optionally) `iperf3` commands.
+Every host of the cluster runs `run_check` at the same time (one Ansible task on all hosts):
+
+1. it listens on its cluster address at the planned ports (a banner `ncclkit <host>` answers
+   every connection) and starts a one-shot iperf3 server;
+2. it probes each peer: the route to it, a small and a large don't-fragment ping (the large one
+   fills the cluster NIC's MTU), a TCP connection to every planned port (all at once, short
+   timeouts) and, to its ring neighbour, iperf3 bandwidth;
+3. it tells each peer it is done, and stays up until every host that probes it is done
+   (or the barrier timeout passes).
+
+The barrier needs no extra port: a prober keeps one successful connection to each peer open and
+says `hello <me>`; `done <me>` goes over whichever connection exists between the two hosts, in
+either direction, so one working direction is enough to finish early. Only when nothing gets
+through either way does a host wait for the timeout.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import selectors
+import socket
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Dict, List, Optional
+
+BANNER = b"ncclkit "
+RETRY_REFUSED_S = 0.1
+
+
+def run_command(argv, timeout):
+    """argv -> (rc, stdout, stderr); rc 127 when the command is missing, 124 on timeout."""
+    try:
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              timeout=timeout, check=False)
+    except FileNotFoundError:
+        return 127, "", f"{argv[0]}: command not found"
+    except subprocess.TimeoutExpired:
+        return 124, "", f"{argv[0]} timed out after {timeout} s"
+    return done.returncode, done.stdout, done.stderr
+
+
+class Channels:
+    """The host's listeners and the connections that carry `hello` and `done` between hosts."""
+
+    def __init__(self, me: str, address: str, ports: List[int]):
+        self.me = me
+        self.address = address
+        self.ports = ports
+        self.listeners: Dict[int, str] = {}
+        self.done_from: set = set()
+        # Every connection to or from each peer: both ends keep them all, so whichever one a peer
+        # writes `done` on is being read.
+        self._conns: Dict[str, List[socket.socket]] = {}
+        self._told: set = set()                      # peers to tell `done`, on every connection
+        self._lock = threading.Lock()
+        self._selector = selectors.DefaultSelector()
+        self._register: List = []
+        self._stop = threading.Event()
+        self._changed = threading.Condition(self._lock)
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._buffers: Dict[socket.socket, bytes] = {}
+
+    def start(self, holder: Callable[[int], str] = lambda port: ""):
+        for port in self.ports:
+            server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                server.bind((self.address, port))
+                server.listen(128)
+            except OSError as error:
+                server.close()
+                if error.errno == errno.EADDRINUSE:
+                    held = holder(port)
+                    self.listeners[port] = f"in use by {held}" if held else "in use"
+                else:
+                    self.listeners[port] = f"cannot listen: {error.strerror}"
+                continue
+            server.setblocking(False)
+            self._selector.register(server, selectors.EVENT_READ, "listen")
+            self.listeners[port] = "ok"
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(timeout=2)
+        for key in list(self._selector.get_map().values()):
+            key.fileobj.close()
+        self._selector.close()
+        for conn in self._register:
+            conn.close()
+
+    def adopt(self, peer: str, conn: socket.socket):
+        """An outgoing probe connection that reached `peer`'s listener becomes the channel to it."""
+        try:
+            conn.sendall(b"hello " + self.me.encode() + b"\n")
+        except OSError:
+            conn.close()
+            return
+        with self._lock:
+            self._register.append(conn)
+            self._add(peer, conn)
+
+    def say_done(self, peers: List[str]):
+        with self._lock:
+            self._told.update(peers)
+            for peer in peers:
+                for conn in self._conns.get(peer, []):
+                    self._send_done(conn)
+
+    def wait_done(self, probers: List[str], deadline: float) -> List[str]:
+        """Block until every prober said done or the deadline passed; returns the missing ones."""
+        with self._changed:
+            while True:
+                missing = [peer for peer in probers if peer not in self.done_from]
+                left = deadline - time.monotonic()
+                if not missing or left <= 0:
+                    return missing
+                self._changed.wait(min(left, 0.2))
+
+    def _add(self, peer, conn):
+        # Called with the lock held.
+        self._conns.setdefault(peer, []).append(conn)
+        if peer in self._told:
+            self._send_done(conn)
+
+    def _send_done(self, conn):
+        try:
+            conn.sendall(b"done " + self.me.encode() + b"\n")
+        except OSError:
+            pass
+
+    def _loop(self):
+        while not self._stop.is_set():
+            with self._lock:
+                for conn in self._register:
+                    conn.setblocking(False)
+                    self._selector.register(conn, selectors.EVENT_READ, "conn")
+                self._register = []
+            for key, _ in self._selector.select(timeout=0.05):
+                if key.data == "listen":
+                    self._accept(key.fileobj)
+                else:
+                    self._read(key.fileobj)
+
+    def _accept(self, server):
+        try:
+            conn, _ = server.accept()
+        except OSError:
+            return
+        try:
+            conn.sendall(BANNER + self.me.encode() + b"\n")
+        except OSError:
+            conn.close()
+            return
+        conn.setblocking(False)
+        self._selector.register(conn, selectors.EVENT_READ, "conn")
+
+    def _read(self, conn):
+        try:
+            data = conn.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._selector.unregister(conn)
+            self._buffers.pop(conn, None)
+            conn.close()
+            return
+        buffer = self._buffers.get(conn, b"") + data
+        *lines, rest = buffer.split(b"\n")
+        self._buffers[conn] = rest[-256:]
+        for line in lines:
+            word, _, peer = line.decode(errors="replace").partition(" ")
+            with self._changed:
+                if word == "hello" and peer:
+                    self._add(peer, conn)
+                elif word == "done" and peer:
+                    self.done_from.add(peer)
+                    self._changed.notify_all()
+
+
+class PeerProbe:
+    """Everything one host learns about one peer."""
+
+    def __init__(self, check, peer: dict):
+        self.check = check
+        self.peer = peer
+        self.seen = threading.Event()    # some port answered with the peer's banner
+
+    def run(self) -> dict:
+        peer, check = self.peer, self.check
+        result = {"peer": peer["name"], "address": peer["address"]}
+        result.update(check.route_to(peer["address"]))
+        pool = check.tasks
+        small = pool.submit(check.ping, peer["address"], None)
+        large = pool.submit(check.ping, peer["address"], check.mtu - 28) if check.mtu > 576 else None
+        ports = {port: pool.submit(self.connect, port) for port in check.ports}
+        # Alongside the pings: a lost ping costs a second, and so does the measurement.
+        bandwidth = (pool.submit(check.bandwidth, peer["address"])
+                     if check.iperf3_port and peer["name"] == check.bandwidth_peer else None)
+        result["ping"] = small.result()
+        result["large_size"] = check.mtu - 28 if large else None
+        result["ping_large"] = large.result() if large else None
+        result["ports"] = {str(port): future.result() for port, future in ports.items()}
+        result["alternates"] = []
+        if not result["ping"]:
+            result["alternates"] = [dict(alt, ping=check.ping(alt["address"], None, source=False))
+                                    for alt in peer.get("alternates", [])]
+        result.update(bandwidth.result() if bandwidth else {"bandwidth_gbps": None, "bandwidth_error": None})
+        return result
+
+    def connect(self, port: int) -> str:
+        check = self.check
+        while True:
+            outcome, conn = check.connect_once(self.peer, port)
+            if outcome == "ok":
+                self.seen.set()
+                check.channels.adopt(self.peer["name"], conn)
+                return outcome
+            if conn is not None:
+                conn.close()
+            # A refusal before the peer's listeners are up is a start-up race, not a firewall:
+            # retry until some port answers or the grace period ends.
+            if outcome != "refused" or self.seen.is_set() or time.monotonic() >= check.grace_deadline:
+                return outcome
+            time.sleep(RETRY_REFUSED_S)
+
+
+class Check:
+    def __init__(self, params: dict, command=run_command):
+        self.params = params
+        self.me = params["host"]
+        self.command = command
+        hosts = {host["name"]: host for host in params["hosts"]}
+        own = hosts[self.me]
+        self.address = own["address"]
+        self.mtu = int(params.get("mtu") or own.get("mtu") or 1500)
+        self.ports = [int(port) for port in params["ports"]]
+        self.peers = [hosts[name] for name in params["peers"]]
+        self.probers = list(params["probers"])
+        self.bandwidth_peer = params.get("bandwidth_peer")
+        self.iperf3_port = params.get("iperf3_port")
+        self.iperf3_seconds = int(params.get("iperf3_seconds", 1))
+        self.connect_timeout = float(params.get("connect_timeout", 1.0))
+        self.start = time.monotonic()
+        self.grace_deadline = self.start + float(params.get("startup_grace", 3.0))
+        self.deadline = self.start + float(params.get("barrier_timeout", 8.0))
+        self.channels = Channels(self.me, self.address, self.ports)
+        # Peers in one pool, their pings and connections in another: a peer waits on its own
+        # tasks, so sharing one pool could leave no worker for them.
+        self.peer_pool = ThreadPoolExecutor(max_workers=max(1, min(32, len(self.peers))))
+        self.tasks = ThreadPoolExecutor(max_workers=max(4, min(64, len(self.peers) * (len(self.ports) + 2))))
+
+    def route_to(self, address: str) -> dict:
+        rc, out, err = self.command(["ip", "-o", "-4", "route", "get", address, "from", self.address], 5)
+        words = out.split()
+        if rc == 127:
+            return {"route_dev": None, "route_error": None}   # no iproute2: unknown, not "no route"
+        if rc != 0 or "dev" not in words:
+            return {"route_dev": None, "route_error": (err or out).strip() or f"ip route get exited {rc}"}
+        return {"route_dev": words[words.index("dev") + 1], "route_error": None}
+
+    def ping(self, address: str, size: Optional[int], source: bool = True) -> Optional[bool]:
+        """True when a reply came, False when none did, None when there is no ping to ask."""
+        # Up to five echoes in one second; the first reply ends it.
+        argv = ["ping", "-n", "-q", "-c", "1", "-i", "0.2", "-w", "1"]
+        if source:
+            argv += ["-I", self.address]
+        if size is not None:
+            argv += ["-M", "do", "-s", str(size)]
+        rc = self.command(argv + [address], 5)[0]
+        return None if rc == 127 else rc == 0
+
+    def connect_once(self, peer: dict, port: int):
+        conn = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        conn.settimeout(self.connect_timeout)
+        try:
+            conn.bind((self.address, 0))
+            conn.connect((peer["address"], port))
+        except socket.timeout:
+            conn.close()
+            return "timeout", None
+        except ConnectionRefusedError:
+            conn.close()
+            return "refused", None
+        except OSError as error:
+            conn.close()
+            if error.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+                return "unreachable", None
+            return f"error: {error.strerror or error}", None
+        try:
+            banner = _read_line(conn, self.connect_timeout)
+        except OSError:
+            banner = b""
+        if not banner.startswith(BANNER):
+            return "foreign", conn
+        name = banner[len(BANNER):].decode(errors="replace").strip()
+        return ("ok" if name == peer["name"] else f"answered by {name}"), conn
+
+    def bandwidth(self, address: str) -> dict:
+        argv = ["iperf3", "-c", address, "-B", self.address, "-p", str(self.iperf3_port),
+                "-t", str(self.iperf3_seconds), "-J", "--connect-timeout", str(int(self.connect_timeout * 1000))]
+        while True:
+            rc, out, err = self.command(argv, self.iperf3_seconds + self.connect_timeout + 5)
+            try:
+                report = json.loads(out) if out.strip() else {}
+            except ValueError:
+                report = {}
+            error = report.get("error") or (err.strip() if rc else "")
+            if not error:
+                bits = report.get("end", {}).get("sum_received", {}).get("bits_per_second", 0)
+                return {"bandwidth_gbps": round(bits / 1e9, 3), "bandwidth_error": None}
+            if "refused" not in error or time.monotonic() >= self.grace_deadline:
+                return {"bandwidth_gbps": None, "bandwidth_error": error}
+            time.sleep(RETRY_REFUSED_S)
+
+    def start_iperf3_server(self):
+        if not self.iperf3_port:
+            return None, "not planned"
+        try:
+            server = subprocess.Popen(["iperf3", "-s", "-1", "-B", self.address, "-p", str(self.iperf3_port)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        except FileNotFoundError:
+            return None, "iperf3 is not installed"
+        time.sleep(0.05)
+        if server.poll() is not None:
+            return None, (server.stderr.read().strip() or f"iperf3 -s exited {server.returncode}")
+        return server, "ok"
+
+    def holder(self, port: int) -> str:
+        """Who holds a port ncclkit could not listen on, as `ss` says it."""
+        rc, out, _ = self.command(["ss", "-Hltnp", f"sport = :{port}"], 5)
+        users = [word for line in out.splitlines() for word in line.split() if word.startswith("users:")]
+        return users[0][len("users:"):] if rc == 0 and users else ""
+
+    def run(self, evidence: Callable[[], dict] = lambda: {}) -> dict:
+        _raise_open_files_limit()
+        self.channels.start(self.holder)
+        server, server_state = self.start_iperf3_server()
+        firewall = self.tasks.submit(evidence)
+        try:
+            probes = [PeerProbe(self, peer) for peer in self.peers]
+            results = list(self.peer_pool.map(lambda probe: probe.run(), probes))
+            self.channels.say_done([peer["name"] for peer in self.peers])
+            probed_s = time.monotonic() - self.start
+            missing = self.channels.wait_done(self.probers, self.deadline)
+        finally:
+            if server is not None and server.poll() is None:
+                server.kill()
+            if server is not None:
+                server.wait()
+            self.channels.stop()
+            self.peer_pool.shutdown(wait=False)
+            self.tasks.shutdown(wait=False)
+        return {
+            "host": self.me, "address": self.address, "mtu": self.mtu, "ports": self.ports,
+            "listeners": {str(port): state for port, state in self.channels.listeners.items()},
+            "iperf3_server": server_state, "iperf3_port": self.iperf3_port,
+            "probes": results, "probers": self.probers, "probers_missing": missing,
+            "firewall": firewall.result(), "probed_s": round(probed_s, 3),
+            "elapsed_s": round(time.monotonic() - self.start, 3),
+        }
+
+
+def _raise_open_files_limit():
+    """The first host keeps a connection from every other host open until the end: on a large
+    cluster that outgrows the usual soft limit of 1024 descriptors."""
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 1 << 20, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+def _read_line(conn: socket.socket, timeout: float) -> bytes:
+    conn.settimeout(timeout)
+    data = b""
+    while b"\n" not in data and len(data) < 256:
+        chunk = conn.recv(256)
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\n")[0] + (b"\n" if b"\n" in data else b"")

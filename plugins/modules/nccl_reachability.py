@@ -1,0 +1,183 @@
+#!/usr/bin/python
+"""This host's part of the cluster reachability check; run it on every host at once."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nccl_reachability
+short_description: Check that the cluster hosts reach each other on NCCL's ports, and say why not
+description:
+  - Run on every host of the cluster in one task (forks at least the number of hosts). Each host
+    listens on its cluster address at O(ports) and starts a one-shot iperf3 server on
+    O(iperf3_port). Then it probes its peers over the cluster NIC. It looks up the route, sends a
+    small and a large don't-fragment ping (the large one fills O(mtu)), opens a TCP connection to
+    each port (all at once, O(connect_timeout) each) and, to its ring neighbour, measures iperf3
+    bandwidth.
+  - Peers are the ring neighbours and the first host (V(ring), O(N) probes in all) or every other
+    host (V(full)). Every host computes the same plan from O(hosts).
+  - A host keeps its listeners up until each host that probes it says it is done, or until
+    O(barrier_timeout) seconds after its start. One direction that works between two hosts is
+    enough to finish early.
+  - Also reads the host's own firewall (nftables, iptables, ufw, firewalld) for rules that may drop
+    the ports, so that a verdict can name the firewall.
+  - Returns the raw results; the C(ncclkit.cluster.reachability_report) filter turns every host's
+    results into a matrix and verdicts. Changes nothing on the host.
+version_added: 0.1.0
+author: ncclkit maintainers
+options:
+  host:
+    description: This host's inventory name, one of the names in O(hosts).
+    type: str
+    required: true
+  hosts:
+    description:
+      - Every host of the check in play order, each a dict with C(name), C(address) (its cluster
+        address), and optionally C(ifname), C(mtu) and C(alternates) (its other addresses, each
+        C(address) and C(ifname), pinged when the cluster address does not answer).
+    type: list
+    elements: dict
+    required: true
+  ports:
+    description: The TCP ports every host listens on and probes.
+    type: list
+    elements: int
+    required: true
+  mode:
+    description: Which peers to probe.
+    type: str
+    choices: [ring, full]
+    default: ring
+  mtu:
+    description: The cluster NIC's MTU; the large ping is this minus 28 bytes. Defaults to the host's C(mtu).
+    type: int
+  iperf3_port:
+    description: Port of the iperf3 server (inside the NCCL range); 0 to skip the bandwidth test.
+    type: int
+    default: 0
+  iperf3_seconds:
+    description: Length of the bandwidth test.
+    type: int
+    default: 1
+  connect_timeout:
+    description: Seconds to wait for a TCP connection or a banner.
+    type: float
+    default: 1.0
+  startup_grace:
+    description: Seconds during which refused connections are retried (the peer may not listen yet).
+    type: float
+    default: 3.0
+  barrier_timeout:
+    description: Seconds after its start that a host waits at most for the hosts that probe it.
+    type: float
+    default: 8.0
+attributes:
+  check_mode:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Check the cluster network
+  ncclkit.cluster.nccl_reachability:
+    host: "{{ inventory_hostname }}"
+    hosts:
+      - {name: node1, address: 10.0.0.11, ifname: eth1, mtu: 1500}
+      - {name: node2, address: 10.0.0.12, ifname: eth1, mtu: 1500}
+    ports: [29500, 32768, 39826, 46883, 53941, 60999]
+    iperf3_port: 32769
+  register: reachability
+"""
+
+RETURN = r"""
+reachability:
+  description: This host's results.
+  returned: always
+  type: dict
+  contains:
+    probes:
+      description: One entry per peer, with C(ping), C(ping_large), C(route_dev), C(ports) (port -> ok,
+        timeout, refused, unreachable, foreign) and C(bandwidth_gbps).
+      type: list
+      elements: dict
+    listeners:
+      description: Port -> C(ok) or why ncclkit could not listen there.
+      type: dict
+    firewall:
+      description: C(active) firewalls and C(evidence), the rules that may drop TCP.
+      type: dict
+    probers_missing:
+      description: Hosts that probe this one but never said they were done.
+      type: list
+      elements: str
+    elapsed_s:
+      description: Seconds this host spent in the check.
+      type: float
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_evidence import describe, drops
+from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_observe import (
+    active_firewalls,
+    model,
+    observe,
+)
+from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import (
+    bandwidth_peer,
+    expected_probers,
+    probe_peers,
+)
+from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_probe import Check, run_command
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "host": {"type": "str", "required": True},
+            "hosts": {"type": "list", "elements": "dict", "required": True},
+            "ports": {"type": "list", "elements": "int", "required": True},
+            "mode": {"type": "str", "choices": ["ring", "full"], "default": "ring"},
+            "mtu": {"type": "int"},
+            "iperf3_port": {"type": "int", "default": 0},
+            "iperf3_seconds": {"type": "int", "default": 1},
+            "connect_timeout": {"type": "float", "default": 1.0},
+            "startup_grace": {"type": "float", "default": 3.0},
+            "barrier_timeout": {"type": "float", "default": 8.0},
+        },
+        supports_check_mode=True,
+    )
+    params = dict(module.params)
+    names = [host.get("name") for host in params["hosts"]]
+    if params["host"] not in names:
+        module.fail_json(msg=f"host {params['host']} is not among hosts ({', '.join(map(str, names))})")
+    missing = [str(host.get("name")) for host in params["hosts"] if not host.get("address")]
+    if missing:
+        module.fail_json(msg=f"hosts without a cluster address: {', '.join(missing)}; run nccl_preflight first")
+    if not params["ports"]:
+        module.fail_json(msg="ports is empty: give the ports to listen on and probe")
+    params["peers"] = probe_peers(names, params["host"], params["mode"])
+    params["probers"] = expected_probers(names, params["host"], params["mode"])
+    params["bandwidth_peer"] = bandwidth_peer(names, params["host"]) if params["iperf3_port"] else None
+
+    by_name = {host["name"]: host for host in params["hosts"]}
+    own = by_name[params["host"]]
+    ports = params["ports"] + ([params["iperf3_port"]] if params["iperf3_port"] else [])
+
+    def firewall():
+        """Which of this host's own rules would drop its probers' connections, port by port."""
+        seen = observe(run_command)
+        rules = model(seen)
+        found = []
+        for prober in params["probers"]:
+            grouped = {}
+            for port in ports:
+                for item in drops(rules, by_name[prober]["address"], port, own.get("ifname") or "",
+                                  dest=own["address"]):
+                    grouped.setdefault(describe(item), dict(item, source=prober, ports=[]))["ports"].append(port)
+            found += grouped.values()
+        return {"active": active_firewalls(seen), "drops": found}
+
+    result = Check(params).run(evidence=firewall)
+    module.exit_json(changed=False, reachability=result)
+
+
+if __name__ == "__main__":
+    main()

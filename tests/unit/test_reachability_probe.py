@@ -1,0 +1,121 @@
+"""The reachability check's engine and module, run for real between loopback addresses."""
+
+import json
+import random
+import socket
+import threading
+import time
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import (
+    bandwidth_peer,
+    expected_probers,
+    probe_peers,
+)
+from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_probe import Check
+from ansible_collections.ncclkit.cluster.plugins.modules import nccl_reachability
+
+# A loopback /24 of its own per run: other test runs on this machine use other ones.
+NET = f"127.{random.randint(64, 250)}.{random.randint(1, 250)}"
+
+
+def free_ports(count, address=f"{NET}.1"):
+    sockets = [socket.create_server((address, 0)) for _ in range(count)]
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def hosts(count):
+    return [{"name": f"h{i}", "address": f"{NET}.{i}", "ifname": "lo", "mtu": 1500} for i in range(1, count + 1)]
+
+
+def params(me, members, ports, **extra):
+    names = [host["name"] for host in members]
+    values = {"host": me, "hosts": members, "ports": ports, "peers": probe_peers(names, me),
+              "probers": expected_probers(names, me), "bandwidth_peer": bandwidth_peer(names, me),
+              "iperf3_port": 0, "connect_timeout": 0.5, "startup_grace": 1.0, "barrier_timeout": 5.0}
+    values.update(extra)
+    return values
+
+
+def run_all(members, ports, running=None, **extra):
+    results = {}
+    threads = [threading.Thread(target=lambda h=h: results.__setitem__(h["name"], Check(params(
+        h["name"], members, ports, **extra)).run())) for h in members if running is None or h["name"] in running]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return results
+
+
+def test_three_hosts_reach_each_other_and_finish_together():
+    members, ports = hosts(3), free_ports(3)
+    start = time.monotonic()
+    results = run_all(members, ports, iperf3_port=free_ports(1)[0], iperf3_seconds=1)
+    assert time.monotonic() - start < 4
+    for name, result in results.items():
+        assert result["probers_missing"] == [] and set(result["listeners"].values()) == {"ok"}
+        for probe in result["probes"]:
+            assert probe["ping"] and probe["ping_large"] and probe["route_dev"] == "lo"
+            assert set(probe["ports"].values()) == {"ok"}, (name, probe)
+    measured = [p for r in results.values() for p in r["probes"] if p["bandwidth_gbps"] is not None]
+    assert len(measured) == 3 and all(p["bandwidth_gbps"] > 0 for p in measured)
+
+
+def test_a_peer_that_never_comes_is_refused_and_waited_for_until_the_barrier():
+    members, ports = hosts(2), free_ports(2)
+    start = time.monotonic()
+    result = run_all(members, ports, running={"h1"}, startup_grace=0.6, barrier_timeout=1.5)["h1"]
+    elapsed = time.monotonic() - start
+    assert 1.4 < elapsed < 4
+    assert set(result["probes"][0]["ports"].values()) == {"refused"}
+    assert result["probers_missing"] == ["h2"]
+
+
+def test_a_port_held_by_another_process_is_told_apart():
+    members, ports = hosts(2), free_ports(2)
+    squatter = socket.create_server((f"{NET}.2", ports[0]))
+    try:
+        results = run_all(members, ports)
+    finally:
+        squatter.close()
+    assert results["h2"]["listeners"][str(ports[0])].startswith("in use")
+    assert results["h1"]["probes"][0]["ports"] == {str(ports[0]): "foreign", str(ports[1]): "ok"}
+    assert results["h2"]["probers_missing"] == [] and results["h1"]["probers_missing"] == []
+
+
+def test_the_module_returns_one_hosts_results(capsys):
+    members, ports = hosts(2), free_ports(1)
+    args = {"host": "h1", "hosts": members, "ports": ports, "connect_timeout": 0.3, "startup_grace": 0.3,
+            "barrier_timeout": 0.8, "_ansible_check_mode": True}
+    with patch_module_args(args), pytest.raises(SystemExit) as exit_info:
+        nccl_reachability.main()
+    result = json.loads(capsys.readouterr().out)
+    assert exit_info.value.code == 0 and result["changed"] is False
+    reach = result["reachability"]
+    assert reach["probers"] == ["h2"] and reach["probes"][0]["peer"] == "h2"
+    assert set(reach["firewall"]) == {"active", "drops"}
+
+
+def test_the_module_refuses_unknown_hosts_and_missing_addresses(capsys):
+    for members, message in ((hosts(2), "host h9 is not among hosts"),
+                             ([{"name": "h9", "address": None}], "without a cluster address: h9")):
+        with patch_module_args({"host": "h9", "hosts": members, "ports": [40000]}), pytest.raises(SystemExit):
+            nccl_reachability.main()
+        result = json.loads(capsys.readouterr().out)
+        assert result["failed"] and message in result["msg"]
+
+
+def test_missing_tools_are_unknown_not_failures():
+    missing = lambda argv, timeout: (127, "", f"{argv[0]}: command not found")  # noqa: E731
+    check = Check(params("h1", hosts(2), [40000]), command=missing)
+    assert check.ping(f"{NET}.2", None) is None
+    assert check.route_to(f"{NET}.2") == {"route_dev": None, "route_error": None}
+    lost = Check(params("h1", hosts(2), [40000]), command=lambda argv, timeout: (1, "", ""))
+    assert lost.ping(f"{NET}.2", 1472) is False
+    assert lost.route_to(f"{NET}.2")["route_error"] == "ip route get exited 1"
