@@ -95,11 +95,15 @@ def diagnosis_lines(diagnosis):
 
 def network_verdict(network):
     """(passed, reasons) from the ncclkit_network facts of each host (nccl_network)."""
-    reasons = []
+    reasons, seen = [], set()
     for host, facts in sorted((network or {}).items()):
         if isinstance(facts, dict) and facts.get("passed") is False:
             verdicts = facts.get("verdicts") or ["nccl_network reported a failure"]
-            reasons.extend("network ({0}): {1}".format(host, _verdict_text(verdict)) for verdict in verdicts)
+            # Every host carries the cluster's whole verdict list: say each verdict once.
+            for text in (_verdict_text(verdict) for verdict in verdicts):
+                if text not in seen:
+                    seen.add(text)
+                    reasons.append("network ({0}): {1}".format(host, text))
     return not reasons, reasons
 
 
@@ -238,14 +242,16 @@ def _run_section(run):
 
 
 def _network_section(network):
-    lines = ["## Network (nccl_network)", ""]
+    lines, seen = ["## Network (nccl_network)", ""], set()
     for host, facts in sorted(network.items()):
         state = {True: "passed", False: "FAILED"}.get(facts.get("passed"), "no verdict")
         details = ["{0} {1}".format(label, facts[key]) for key, label in (
             ("port_range", "ports"), ("master_port", "master port"), ("firewall", "firewall"))
             if facts.get(key) not in (None, "", [])]
         lines.append("- {0}: {1}".format(_md(host), "; ".join([state] + details)))
-        lines += ["  - " + _md(_verdict_text(verdict)) for verdict in facts.get("verdicts") or []]
+        texts = [_verdict_text(verdict) for verdict in facts.get("verdicts") or []]
+        lines += ["  - " + _md(text) for text in texts if text not in seen]
+        seen.update(texts)
     return lines + [""]
 
 

@@ -211,3 +211,11 @@ def test_hosts_table_names_a_build_given_by_folder():
     text = nccl_report.render_markdown(report_of(run(), hosts={"node1": given, "node2": missing}))
     assert "| node1 | 1 (NVIDIA H200) | given: /opt/build/bin | run |" in text
     assert "| node2 | 1 (NVIDIA H200) | not available | run |" in text
+
+
+def test_network_verdicts_every_host_carries_are_said_once():
+    verdict = {"message": "node2 drops ports 40000-40010 from node1 (nftables)"}
+    network = {host: {"passed": False, "verdicts": [verdict]} for host in ("node1", "node2")}
+    report = report_of(run(perf=perf("h200-2host-socket-defaults.txt")), network=network)
+    assert report["reasons"] == ["network (node1): " + verdict["message"]]
+    assert nccl_report.render_markdown(report).count(verdict["message"]) == 2  # reasons + section
