@@ -37,9 +37,9 @@ $(APT_STAMP):
 	@[ -x $(BIN)/python ] || python3 -m venv $(VENV)
 	@touch $@
 
+# CPU PyTorch first (a local file here and in CI), so that lightning never pulls a CUDA build.
 $(PIP_STAMP): pyproject.toml $(APT_STAMP)
 	$(BIN)/python -m pip install -q --upgrade pip
-	# CPU PyTorch first (a local file here and in CI), so that lightning never pulls a CUDA build.
 	$(BIN)/python -m pip install -q 'torch==2.13.0'
 	$(BIN)/python -m pip install -q '.[test]'
 	@touch $@

@@ -69,7 +69,7 @@ def run_in(lab: Lab, node: str, script: str) -> str:
 
 
 def install_standins(lab: Lab, node: str, modes: dict) -> None:
-    # Through stdin: a node's /tmp is its own, so a checkout under /tmp is not visible inside.
+    # Through stdin, into the node's own /opt: each node gets its own stand-ins.
     files = {"/opt/standin.sh": (HERE / "standin.sh").read_bytes()}
     files.update((f"/opt/standin/{mode}/{name}", content) for mode, names in modes.items()
                  for name, content in names.items())
@@ -130,6 +130,8 @@ def failure_tail(done: subprocess.CompletedProcess) -> str:
 
 def test_a_healthy_cluster_passes_with_fetched_outputs_and_a_report(lab, tmp_path):
     before = run_in(lab, "node1", f"cat {STANDIN_LOG} 2>/dev/null || true")
+    scratch = "ls -d /tmp/ncclkit-validate-* 2>/dev/null || true"
+    scratch_before = run_in(lab, "node1", scratch)
     done, folder = validate(lab, tmp_path, contract_facts("pass", nccl_validate_min_busbw_gbps=2.5))
     assert done.returncode == 0, done.stdout[-3000:]
     assert "nccl_validate PASSED: 3 run(s), 3 passed" in done.stdout
@@ -155,7 +157,7 @@ def test_a_healthy_cluster_passes_with_fetched_outputs_and_a_report(lab, tmp_pat
                                  "/opt/standin/pass/all_reduce_perf -b 8 -e 1G -f 2 -g 1 ")
     assert " -J /tmp/" in multi_call
     # The scratch folders are gone from the hosts.
-    assert run_in(lab, "node1", "ls /tmp").split() == ["ncclkit-standin.log"]
+    assert run_in(lab, "node1", scratch) == scratch_before
     # The plot is made from this report.
     plotted = subprocess.run([sys.executable, "-m", "ncclkit.cli", "report", str(folder)],
                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")})
