@@ -80,6 +80,11 @@ def main() -> None:
     torch.distributed.all_reduce(total)
     checksum = sum(float(parameter.detach().double().sum()) for parameter in model.parameters())
     log(f"all-reduced {total.item():.1f} weights {checksum:.8f}")
+    # Leave together and take the process group down before the interpreter does: without this,
+    # Gloo's worker threads can outlive Python and abort the rank (SIGABRT, "terminate called
+    # without an active exception"), leaving its peer waiting.
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

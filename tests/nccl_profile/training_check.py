@@ -143,14 +143,19 @@ class Training:
                 + "\n".join(f"--- {node}\n{text[-2500:]}" for node, text in self.outputs.items()))
 
 
-def wait_for_training(ranks: list[Rank], limit_s: float) -> Training:
+def wait_for_training(ranks: list[Rank], limit_s: float, grace_s: float = 15) -> Training:
+    """Wait until every rank has exited, or limit_s passes; once one rank fails, the others get
+    grace_s to follow (a peer of a dead rank would otherwise wait out its collective timeout)."""
     started = time.monotonic()
+    deadline = started + limit_s
     try:
-        for rank in ranks:
-            try:
-                rank.process.wait(timeout=max(1.0, limit_s - (time.monotonic() - started)))
-            except subprocess.TimeoutExpired:
+        while time.monotonic() < deadline:
+            codes = [rank.process.poll() for rank in ranks]
+            if None not in codes:
                 break
+            if any(code not in (None, 0) for code in codes):
+                deadline = min(deadline, time.monotonic() + grace_s)
+            time.sleep(0.2)
         reports = {int(m.group(1)): {"sum": float(m.group(2)), "weights": m.group(3)}
                    for rank in ranks for m in REPORT.finditer(rank.output())}
         return Training(seconds=time.monotonic() - started,
