@@ -24,6 +24,14 @@ def log(message: str) -> None:
           flush=True)
 
 
+def resolved_hostname() -> str:
+    """The address Gloo binds when GLOO_SOCKET_IFNAME is unset: the hostname's."""
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError as error:
+        return f"nothing ({error.strerror}): without GLOO_SOCKET_IFNAME, Gloo falls back to loopback"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", action="store_true", help="train on GPUs over NCCL, not on CPU over Gloo")
@@ -31,7 +39,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300,
                         help="seconds a collective may wait before it fails (default 300)")
     args = parser.parse_args()
-    log(f"starting; {socket.gethostname()} resolves to {socket.gethostbyname(socket.gethostname())}")
+    log(f"starting; {socket.gethostname()} resolves to {resolved_hostname()}")
 
     import lightning as L
     import torch
