@@ -1,0 +1,69 @@
+"""nccl_network's preflight on local stand-in hosts (no lab, no root): without
+nccl_network_sources, the firewall would admit only the play's hosts, so a play that leaves a
+cluster host out (--limit, a failed host, no cluster address) must stop before any rule."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PLAYBOOK = """
+- name: Check nccl_network's inputs
+  hosts: cluster
+  gather_facts: false
+  roles:
+    - role: ncclkit.cluster.nccl_network
+"""
+# The role's preflight is tagged always; a tag nothing carries runs it alone.
+ONLY_PREFLIGHT = ("--tags", "ncclkit_no_such_tag")
+
+
+def run(tmp_path: Path, hosts: dict, *args: str, variables: dict | None = None) -> subprocess.CompletedProcess:
+    inventory = {"all": {"children": {"cluster": {"hosts": hosts}},
+                         "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}
+    (tmp_path / "hosts.json").write_text(json.dumps(inventory))
+    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts.json"),
+            str(tmp_path / "play.yml"), *ONLY_PREFLIGHT, "-e", json.dumps(variables or {}), *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO_ROOT, env=env)
+
+
+def host(index: int) -> dict:
+    return {"ncclkit_cluster_ifname": "eth1", "ncclkit_cluster_ip": f"198.19.0.{index}"}
+
+
+ALL = {"node1": host(1), "node2": host(2), "node3": host(3)}
+
+
+def test_every_host_with_its_address_passes(tmp_path):
+    done = run(tmp_path, ALL)
+    assert done.returncode == 0, done.stdout[-2000:]
+
+
+def test_a_limited_play_without_sources_is_refused(tmp_path):
+    done = run(tmp_path, ALL, "--limit", "node1,node2")
+    assert done.returncode != 0
+    assert "--limit node1,node2" in done.stdout and "nccl_network_sources" in done.stdout
+
+
+def test_a_limited_play_with_sources_passes(tmp_path):
+    done = run(tmp_path, ALL, "--limit", "node1", variables={"nccl_network_sources": ["198.19.0.0/24"]})
+    assert done.returncode == 0, done.stdout[-2000:]
+
+
+def test_a_host_without_cluster_address_is_named_by_the_others(tmp_path):
+    done = run(tmp_path, {**ALL, "node3": {}})
+    assert done.returncode != 0
+    assert "node3 failed or has no cluster address" in done.stdout
+    recap = done.stdout.split("PLAY RECAP")[1]
+    assert all(f"{node} " in recap for node in ALL) and recap.count("failed=1") == 3  # node1, node2 stop too
+
+
+def test_absent_needs_no_addresses(tmp_path):
+    done = run(tmp_path, {"node1": {}}, "--limit", "node1", variables={"nccl_network_state": "absent"})
+    assert done.returncode == 0, done.stdout[-2000:]
