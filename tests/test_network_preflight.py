@@ -22,14 +22,15 @@ PLAYBOOK = """
 ONLY_PREFLIGHT = ("--tags", "ncclkit_no_such_tag")
 
 
-def run(tmp_path: Path, hosts: dict, *args: str, variables: dict | None = None) -> subprocess.CompletedProcess:
+def run(tmp_path: Path, hosts: dict, *args: str, variables: dict | None = None, tags=ONLY_PREFLIGHT,
+        env_extra: dict | None = None) -> subprocess.CompletedProcess:
     inventory = {"all": {"children": {"cluster": {"hosts": hosts}},
                          "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}
     (tmp_path / "hosts.json").write_text(json.dumps(inventory))
     (tmp_path / "play.yml").write_text(PLAYBOOK)
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1", **(env_extra or {})}
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts.json"),
-            str(tmp_path / "play.yml"), *ONLY_PREFLIGHT, "-e", json.dumps(variables or {}), *args]
+            str(tmp_path / "play.yml"), *tags, "-e", json.dumps(variables or {}), *args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO_ROOT, env=env)
 
 
@@ -67,3 +68,15 @@ def test_a_host_without_cluster_address_is_named_by_the_others(tmp_path):
 def test_absent_needs_no_addresses(tmp_path):
     done = run(tmp_path, {"node1": {}}, "--limit", "node1", variables={"nccl_network_state": "absent"})
     assert done.returncode == 0, done.stdout[-2000:]
+
+
+def test_the_facts_say_the_firewall_step_did_not_run_when_tags_leave_it_out(tmp_path):
+    # The install step alone, with nothing to install: the report still runs and records the facts.
+    done = run(tmp_path, {"node1": host(1)}, "--check", tags=("--tags", "nccl_network_install"),
+               variables={"nccl_network_install_packages": False},
+               env_extra={"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json"})
+    assert done.returncode == 0, done.stdout[-2000:]
+    tasks = [task for play in json.loads(done.stdout)["plays"] for task in play["tasks"]]
+    recorded = [task["hosts"]["node1"]["ansible_facts"]["ncclkit_network"] for task in tasks
+                if task["task"]["name"].endswith("Record ncclkit_network for the roles that follow")]
+    assert recorded and recorded[0]["firewall"] == "not run" and recorded[0]["passed"] is None
