@@ -92,9 +92,9 @@ def plan(state: str, backend: str, spec: Optional[dict], seen: dict, stored: dic
     _iptables(result, keep == "iptables", spec, seen, stored, state_dir)
     _ufw(result, keep == "ufw", spec, seen)
     _firewalld(result, keep == "firewalld", spec, seen, stored, zone)
-    record = {"backend": result["backend"], "fingerprint": rules.fingerprint(spec) if spec else None,
-              "nftables_chains": list(user_chains) if keep == "nftables" else [],
-              "firewalld": result.pop("_firewalld", None)}
+    # Only firewalld's rules need a record: the other backends' own rules are found live (the
+    # nftables table, the NCCLKIT chain, ufw's comment), and their fingerprint sits in those rules.
+    record = {"firewalld": result.pop("_firewalld", None)}
     path = f"{state_dir}/{STATE}"
     if keep and keep != "none":
         script = _script(keep, state_dir, user_chains)
