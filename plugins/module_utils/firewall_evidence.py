@@ -17,6 +17,8 @@ import ipaddress
 import shlex
 from typing import Dict, List, Optional
 
+from .nccl_ports import covers
+
 TERMINAL = ("accept", "drop", "reject")
 # Expressions that neither match nor decide.
 NEUTRAL = ("counter", "log", "comment", "notrack")
@@ -86,7 +88,7 @@ def _matches(match: dict, probe: dict) -> Optional[bool]:
     """True, False, or None when the match depends on what the probe does not say."""
     if match.get("proto", "tcp") != "tcp":
         return False
-    if "ports" in match and _in_spans(match["ports"], probe["port"]) == match.get("ports_negated", False):
+    if "ports" in match and covers(match["ports"], probe["port"]) == match.get("ports_negated", False):
         return False
     if "iifname" in match and _ifname_matches(match["iifname"], probe["ifname"]) == match.get("iifname_negated",
                                                                                                False):
@@ -112,10 +114,6 @@ def _ifname_matches(pattern: str, ifname: str) -> bool:
     if pattern.endswith(("*", "+")):
         return ifname.startswith(pattern[:-1])
     return pattern == ifname
-
-
-def _in_spans(spans, port) -> bool:
-    return any(low <= port <= high for low, high in spans)
 
 
 # nftables ---------------------------------------------------------------------------------------
