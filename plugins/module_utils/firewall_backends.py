@@ -145,7 +145,7 @@ def _nft_items(seen):
 
 def _nftables(result, wanted, spec, seen, stored, state_dir, user_chains):
     items = _nft_items(seen)
-    own = any(kind == "table" and (body["family"], body["name"]) == ("inet", rules.OWN_TABLE)
+    own = any(kind == "table" and (body["family"], body["name"]) == rules.OWN_NFT_TABLE
               for kind, body in items)
     user = [(body["family"], body["table"]) for kind, body in items
             if kind == "chain" and body["name"] == rules.USER_CHAIN and body["table"] != rules.OWN_TABLE]

@@ -17,6 +17,7 @@ import ipaddress
 import shlex
 from typing import Dict, List, Optional
 
+from .firewall_rules import OWN_CHAIN, OWN_NFT_TABLE, USER_CHAIN
 from .nccl_ports import covers
 
 TERMINAL = ("accept", "drop", "reject")
@@ -119,7 +120,7 @@ def _ifname_matches(pattern: str, ifname: str) -> bool:
 # nftables ---------------------------------------------------------------------------------------
 
 def _nft_owner(family, table, chain):
-    if (family, table) == ("inet", "ncclkit") or chain == "ncclkit":
+    if (family, table) == OWN_NFT_TABLE or chain == USER_CHAIN:
         return "ncclkit"
     if table == "firewalld":
         return "firewalld"
@@ -298,7 +299,7 @@ def _iptables_model(save_text, chains, bases):
     owner = _iptables_owner(names)
     for name in names:
         chain = chains[f"xt {name}"]
-        chain["firewall"] = "ncclkit" if name == "NCCLKIT" else owner
+        chain["firewall"] = "ncclkit" if name == OWN_CHAIN else owner
         for rule in chain["rules"]:
             rule["firewall"] = chain["firewall"]
     if "xt INPUT" in chains:

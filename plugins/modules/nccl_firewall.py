@@ -123,6 +123,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ncclkit.cluster.plugins.module_utils import firewall_backends as backends
 from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_observe import observe
 from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_rules import (
+    OWN_NFT_TABLE,
     RuleError,
     make_spec,
     parse_chain,
@@ -244,7 +245,7 @@ def _zone(command, backend, params, stored, seen):
 
 
 def _observe_own(command, seen, installed, zone):
-    rc, out, _ = command(["nft", "list", "table", "inet", "ncclkit"])
+    rc, out, _ = command(["nft", "list", "table", *OWN_NFT_TABLE])
     seen["nft_own_text"] = out if rc == 0 else ""
     if installed["ufw"]:
         seen["ufw_added"] = command(["ufw", "show", "added"])[1]
