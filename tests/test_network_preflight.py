@@ -28,7 +28,8 @@ def run(tmp_path: Path, hosts: dict, *args: str, variables: dict | None = None, 
                          "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}
     (tmp_path / "hosts.json").write_text(json.dumps(inventory))
     (tmp_path / "play.yml").write_text(PLAYBOOK)
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1", **(env_extra or {})}
+    env = {key: value for key, value in os.environ.items() if key != "SSH_CONNECTION"}
+    env.update({"ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1", **(env_extra or {})})
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts.json"),
             str(tmp_path / "play.yml"), *tags, "-e", json.dumps(variables or {}), *args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO_ROOT, env=env)
@@ -80,3 +81,21 @@ def test_the_facts_say_the_firewall_step_did_not_run_when_tags_leave_it_out(tmp_
     recorded = [task["hosts"]["node1"]["ansible_facts"]["ncclkit_network"] for task in tasks
                 if task["task"]["name"].endswith("Record ncclkit_network for the roles that follow")]
     assert recorded and recorded[0]["firewall"] == "not run" and recorded[0]["passed"] is None
+
+
+def test_sshd_listening_inside_the_range_is_refused_though_the_controller_dials_22(tmp_path):
+    # A NAT forwards the controller's port 22 to sshd on 40022, inside NCCL's range.
+    nat = {"SSH_CONNECTION": "203.0.113.5 51234 10.0.0.11 40022"}
+    done = run(tmp_path, {"node1": host(1)}, "--limit", "node1", env_extra=nat,
+               variables={"nccl_network_sources": ["198.19.0.0/24"]})
+    assert done.returncode != 0 and "SSH port 22 or 40022" in done.stdout and "among NCCL's ports" in done.stdout
+    outside = {"SSH_CONNECTION": "203.0.113.5 51234 10.0.0.11 2222"}
+    done = run(tmp_path, {"node1": host(1)}, "--limit", "node1", env_extra=outside,
+               variables={"nccl_network_sources": ["198.19.0.0/24"]})
+    assert done.returncode == 0, done.stdout[-2000:]
+
+
+def test_the_port_the_controller_dials_is_checked_too(tmp_path):
+    done = run(tmp_path, {"node1": {**host(1), "ansible_port": 29500}}, "--limit", "node1",
+               variables={"nccl_network_sources": ["198.19.0.0/24"]})
+    assert done.returncode != 0 and "SSH port 29500 (ansible_port" in done.stdout
