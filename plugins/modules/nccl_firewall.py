@@ -22,7 +22,7 @@ description:
     it (O(nftables_chains) for nftables chains).
   - O(state=absent) removes exactly what ncclkit added, on every backend.
   - Writes its rules under O(state_dir) (C(firewall.nft) or C(firewall.iptables), C(firewall.sh)
-    that loads them, C(firewall.json) recording what was added), so a boot service can restore them.
+    that loads them, C(firewall.json) recording the firewalld rules it added), so a boot service can restore them.
 version_added: 0.1.0
 author: ncclkit maintainers
 options:
