@@ -34,7 +34,7 @@ def reachability_hosts(hostvars, hosts):
 
 
 def reachability_ports(port_range, rendezvous_ports, between=3):
-    """{range_ports, listen_ports, iperf3_port} for a port range and the rendezvous ports."""
+    """{listen_ports, iperf3_port} for a port range and the rendezvous ports."""
     low, high = parse_port_range(port_range)
     ports = [check_port(port, "nccl_network_master_port / nccl_network_extra_ports") for port in rendezvous_ports]
     return plan_ports(low, high, ports, int(between))

@@ -92,9 +92,9 @@ def plan(state: str, backend: str, spec: Optional[dict], seen: dict, stored: dic
     _iptables(result, keep == "iptables", spec, seen, stored, state_dir)
     _ufw(result, keep == "ufw", spec, seen)
     _firewalld(result, keep == "firewalld", spec, seen, stored, zone)
-    record = {"backend": result["backend"], "fingerprint": rules.fingerprint(spec) if spec else None,
-              "nftables_chains": list(user_chains) if keep == "nftables" else [],
-              "firewalld": result.pop("_firewalld", None)}
+    # Only firewalld's rules need a record: the other backends' own rules are found live (the
+    # nftables table, the NCCLKIT chain, ufw's comment), and their fingerprint sits in those rules.
+    record = {"firewalld": result.pop("_firewalld", None)}
     path = f"{state_dir}/{STATE}"
     if keep and keep != "none":
         script = _script(keep, state_dir, user_chains)
@@ -104,9 +104,16 @@ def plan(state: str, backend: str, spec: Optional[dict], seen: dict, stored: dic
         for name in (SCRIPT, STATE):
             if stored.get(name) is not None:
                 result["actions"].append({"remove": f"{state_dir}/{name}"})
-    # Files first, then commands: the script that a command runs must be the new one.
-    result["actions"].sort(key=lambda action: 0 if "write" in action else 1 if "run" in action else 2)
+    result["actions"].sort(key=lambda action: _order(action, path))
     return result
+
+
+def _order(action, record_path) -> int:
+    """Files first, then commands: the script that a command runs must be the new one. The record
+    last: when a command fails, it still names the rules ncclkit added before."""
+    if "write" in action:
+        return 2 if action["write"] == record_path else 0
+    return 1 if "run" in action else 3
 
 
 def _script(backend, state_dir, user_chains) -> str:
@@ -138,7 +145,7 @@ def _nft_items(seen):
 
 def _nftables(result, wanted, spec, seen, stored, state_dir, user_chains):
     items = _nft_items(seen)
-    own = any(kind == "table" and (body["family"], body["name"]) == ("inet", rules.OWN_TABLE)
+    own = any(kind == "table" and (body["family"], body["name"]) == rules.OWN_NFT_TABLE
               for kind, body in items)
     user = [(body["family"], body["table"]) for kind, body in items
             if kind == "chain" and body["name"] == rules.USER_CHAIN and body["table"] != rules.OWN_TABLE]
@@ -257,18 +264,26 @@ def _ufw(result, wanted, spec, seen):
 def _firewalld(result, wanted, spec, seen, stored, zone):
     record = (json.loads(stored[STATE]).get("firewalld") if stored.get(STATE) else None) or {}
     old_zone, old_rules = record.get("zone"), record.get("rules", [])
+    desired = rules.firewalld_rules(spec) if wanted else []
+    stale = [rule for rule in old_rules if rule not in desired or old_zone != zone]
+    if stale and seen.get("firewalld") != "running":
+        # The record is the only list of these rules: forgetting it would leave them for good.
+        raise PlanError(
+            f"firewalld is not running, so ncclkit cannot remove the rich rules it added to zone {old_zone} "
+            f"(they stay in its permanent configuration). Nothing was changed. Fix: start firewalld "
+            f"(systemctl start firewalld) and run again, or remove them by hand: "
+            + "; ".join(f"firewall-offline-cmd --zone={old_zone} --remove-rich-rule='{rule}'" for rule in stale)
+            + f", then delete the record {STATE} in ncclkit's state directory.")
     live = {"runtime": seen.get("firewalld_runtime", []), "permanent": seen.get("firewalld_permanent", [])}
     result["before"] += [f"firewalld zone {old_zone}: {rule}" for rule in old_rules]
-    desired = rules.firewalld_rules(spec) if wanted else []
     if wanted:
         result["after"] += [f"firewalld zone {zone}: {rule}" for rule in desired]
         result["_firewalld"] = {"zone": zone, "rules": desired}
-    for rule in old_rules:
-        if rule not in desired or old_zone != zone:
-            for mode in ("runtime", "permanent"):
-                if old_zone != zone or rule in live[mode]:
-                    _run(result, _firewall_cmd(mode, old_zone, "--remove-rich-rule", rule),
-                         f"remove a firewalld rich rule of ncclkit ({mode})")
+    for rule in stale:
+        for mode in ("runtime", "permanent"):
+            if old_zone != zone or rule in live[mode]:
+                _run(result, _firewall_cmd(mode, old_zone, "--remove-rich-rule", rule),
+                     f"remove a firewalld rich rule of ncclkit ({mode})")
     for rule in desired:
         for mode in ("runtime", "permanent"):
             if rule not in live[mode]:

@@ -17,6 +17,9 @@ import ipaddress
 import shlex
 from typing import Dict, List, Optional
 
+from .firewall_rules import OWN_CHAIN, OWN_NFT_TABLE, USER_CHAIN
+from .nccl_ports import covers
+
 TERMINAL = ("accept", "drop", "reject")
 # Expressions that neither match nor decide.
 NEUTRAL = ("counter", "log", "comment", "notrack")
@@ -86,7 +89,7 @@ def _matches(match: dict, probe: dict) -> Optional[bool]:
     """True, False, or None when the match depends on what the probe does not say."""
     if match.get("proto", "tcp") != "tcp":
         return False
-    if "ports" in match and _in_spans(match["ports"], probe["port"]) == match.get("ports_negated", False):
+    if "ports" in match and covers(match["ports"], probe["port"]) == match.get("ports_negated", False):
         return False
     if "iifname" in match and _ifname_matches(match["iifname"], probe["ifname"]) == match.get("iifname_negated",
                                                                                                False):
@@ -114,14 +117,10 @@ def _ifname_matches(pattern: str, ifname: str) -> bool:
     return pattern == ifname
 
 
-def _in_spans(spans, port) -> bool:
-    return any(low <= port <= high for low, high in spans)
-
-
 # nftables ---------------------------------------------------------------------------------------
 
 def _nft_owner(family, table, chain):
-    if (family, table) == ("inet", "ncclkit") or chain == "ncclkit":
+    if (family, table) == OWN_NFT_TABLE or chain == USER_CHAIN:
         return "ncclkit"
     if table == "firewalld":
         return "firewalld"
@@ -300,7 +299,7 @@ def _iptables_model(save_text, chains, bases):
     owner = _iptables_owner(names)
     for name in names:
         chain = chains[f"xt {name}"]
-        chain["firewall"] = "ncclkit" if name == "NCCLKIT" else owner
+        chain["firewall"] = "ncclkit" if name == OWN_CHAIN else owner
         for rule in chain["rules"]:
             rule["firewall"] = chain["firewall"]
     if "xt INPUT" in chains:

@@ -11,10 +11,9 @@ import re
 from typing import List
 
 from .firewall_evidence import ruleset_model
+from .firewall_rules import OWN_CHAIN, OWN_NFT_TABLE
 
 MANAGED = re.compile(r"table (\w+) (\S+) is managed by iptables-nft")
-OWN_TABLE = ("inet", "ncclkit")
-OWN_CHAIN = "NCCLKIT"
 IPTABLES_TABLES = {"filter", "nat", "mangle", "raw", "security"}
 IPTABLES_CHAINS = {"INPUT", "FORWARD", "OUTPUT", "PREROUTING", "POSTROUTING"}
 
@@ -68,7 +67,7 @@ def native_tables(seen: dict) -> List[tuple]:
         chain = item.get("chain")
         if chain and chain.get("hook"):
             key = (chain["family"], chain["table"])
-            if key not in managed and key != OWN_TABLE and key[1] != "firewalld" and key not in tables:
+            if key not in managed and key != OWN_NFT_TABLE and key[1] != "firewalld" and key not in tables:
                 tables.append(key)
     return tables
 
@@ -115,7 +114,7 @@ def default_drop_chains(seen: dict) -> List[str]:
     for chain in chains:
         key = (chain.get("family"), chain.get("table"), chain.get("name"))
         if (chain.get("hook") != "input" or key[0] not in ("ip", "inet") or key[:2] in managed
-                or key[:2] == OWN_TABLE or key[1] == "firewalld"):
+                or key[:2] == OWN_NFT_TABLE or key[1] == "firewalld"):
             continue
         last = last_rule.get(key)
         if chain.get("policy") == "drop" or (last and _drops_everything(last)):

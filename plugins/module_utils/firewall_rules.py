@@ -16,6 +16,7 @@ from .nccl_ports import describe, merge_ports
 
 COMMENT = "ncclkit"
 OWN_TABLE = "ncclkit"           # nftables: table inet ncclkit
+OWN_NFT_TABLE = ("inet", OWN_TABLE)
 OWN_CHAIN = "NCCLKIT"           # iptables: filter chain NCCLKIT, one jump from INPUT
 USER_CHAIN = "ncclkit"          # nftables: regular chain added to a user's table
 NFT_PRIORITY = -10              # before the usual filter chains (priority 0)

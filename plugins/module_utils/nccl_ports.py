@@ -1,7 +1,7 @@
 """The TCP ports NCCL needs between hosts: the ephemeral range, the rendezvous ports, samples.
 
-Pure Python 3.8+ standard library: the nccl_firewall and nccl_reachability modules, the filters
-and the ncclkit package share it.
+Pure Python 3.8+ standard library: the nccl_firewall and nccl_reachability modules (and the
+module_utils they use) and the reachability filters share it.
 """
 
 from __future__ import annotations

@@ -54,4 +54,4 @@ def plan_ports(low: int, high: int, rendezvous: Sequence[int], between: int = 3)
     sampled = sample_ports(low, high, between)
     listen = sorted(set(sampled) | {int(port) for port in rendezvous})
     iperf3 = next((port for port in range(low + 1, high) if port not in listen), None)
-    return {"range_ports": sampled, "listen_ports": listen, "iperf3_port": iperf3}
+    return {"listen_ports": listen, "iperf3_port": iperf3}

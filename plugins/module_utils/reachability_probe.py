@@ -29,20 +29,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional
 
+from .host_command import run_command
+
 BANNER = b"ncclkit "
 RETRY_REFUSED_S = 0.1
-
-
-def run_command(argv, timeout):
-    """argv -> (rc, stdout, stderr); rc 127 when the command is missing, 124 on timeout."""
-    try:
-        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              timeout=timeout, check=False)
-    except FileNotFoundError:
-        return 127, "", f"{argv[0]}: command not found"
-    except subprocess.TimeoutExpired:
-        return 124, "", f"{argv[0]} timed out after {timeout} s"
-    return done.returncode, done.stdout, done.stderr
 
 
 class Channels:

@@ -39,7 +39,7 @@ def build_report(hosts: List[dict], results: Dict[str, Optional[dict]], rendezvo
         verdicts += _listener_verdicts(host, result, rendezvous_ports, first=host is hosts[0])
         for probe in result.get("probes", []):
             target = by_name.get(probe["peer"], {"name": probe["peer"], "ifname": "?", "mtu": None})
-            row = _row(host, target, probe, results.get(target["name"]))
+            row = _row(host, target, probe)
             matrix.append(row)
             verdict = _pair_verdict(host, target, probe, results, min_bandwidth_gbps)
             if verdict:
@@ -52,7 +52,7 @@ def build_report(hosts: List[dict], results: Dict[str, Optional[dict]], rendezvo
             "summary": _summary(matrix, verdicts)}
 
 
-def _row(source, target, probe, target_result):
+def _row(source, target, probe):
     ports = probe.get("ports", {})
     return {
         "source": source["name"], "target": target["name"], "address": probe.get("address"),

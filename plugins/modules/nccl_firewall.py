@@ -22,7 +22,7 @@ description:
     it (O(nftables_chains) for nftables chains).
   - O(state=absent) removes exactly what ncclkit added, on every backend.
   - Writes its rules under O(state_dir) (C(firewall.nft) or C(firewall.iptables), C(firewall.sh)
-    that loads them, C(firewall.json) recording what was added), so a boot service can restore them.
+    that loads them, C(firewall.json) recording the firewalld rules it added), so a boot service can restore them.
 version_added: 0.1.0
 author: ncclkit maintainers
 options:
@@ -123,13 +123,17 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ncclkit.cluster.plugins.module_utils import firewall_backends as backends
 from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_observe import observe
 from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_rules import (
+    OWN_NFT_TABLE,
     RuleError,
     make_spec,
     parse_chain,
 )
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host_command import CommandTimeout, run_command
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_ports import PortError, parse_port_range
 
 TOOLS = {"nftables": "nft", "iptables": "iptables", "ufw": "ufw", "firewalld": "firewall-cmd"}
+# Long enough for firewalld to reload a large zone; a tool that takes longer hangs.
+COMMAND_TIMEOUT_S = 60
 
 
 def main():
@@ -152,11 +156,13 @@ def main():
     )
     params = module.params
 
-    def command(argv, timeout=30):
-        if shutil.which(argv[0]) is None:
-            return 127, "", f"{argv[0]}: command not found"
-        rc, out, err = module.run_command(argv)
-        return rc, out, err
+    def command(argv, timeout=COMMAND_TIMEOUT_S, data=None):
+        try:
+            return run_command(argv, timeout, data=data, raise_timeout=True)
+        except CommandTimeout as error:
+            module.fail_json(msg=f"{error}: the firewall tool hangs (firewalld: is it and D-Bus up? "
+                                 f"systemctl status firewalld dbus). ncclkit stopped there; run again once "
+                                 f"the command answers.")
 
     spec = None
     try:
@@ -239,7 +245,7 @@ def _zone(command, backend, params, stored, seen):
 
 
 def _observe_own(command, seen, installed, zone):
-    rc, out, _ = command(["nft", "list", "table", "inet", "ncclkit"])
+    rc, out, _ = command(["nft", "list", "table", *OWN_NFT_TABLE])
     seen["nft_own_text"] = out if rc == 0 else ""
     if installed["ufw"]:
         seen["ufw_added"] = command(["ufw", "show", "added"])[1]
@@ -263,7 +269,7 @@ def _validate(module, command, actions):
     """Let nft check a new ruleset before anything is written (check mode included)."""
     for action in actions:
         if "write" in action and action["write"].endswith(backends.FILES["nftables"]):
-            rc, out, err = module.run_command(["nft", "-c", "-f", "-"], data=action["content"])
+            rc, out, err = command(["nft", "-c", "-f", "-"], data=action["content"])
             if rc != 0:
                 module.fail_json(msg=f"nft rejects the rules ncclkit made, nothing was changed: {(err or out).strip()}")
 

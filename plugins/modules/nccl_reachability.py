@@ -125,7 +125,8 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan 
     expected_probers,
     probe_peers,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_probe import Check, run_command
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host_command import run_command
+from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_probe import Check
 
 
 def main():

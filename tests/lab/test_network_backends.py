@@ -40,7 +40,9 @@ USER_RULES = {"iptables": ("iptables -S INPUT", "--dport 8080 -j ACCEPT"),
 OURS = {"iptables": "iptables -S | grep -c NCCLKIT || true",
         "ufw": "ufw show added | grep -c \"comment 'ncclkit'\" || true",
         "nftables": "nft list ruleset | grep -c ncclkit || true",
-        "firewalld": "firewall-cmd --list-rich-rules | grep -c 198.19 || true"}
+        # Runtime and permanent: `absent` must leave neither behind.
+        "firewalld": "(firewall-cmd --list-rich-rules; firewall-cmd --permanent --list-rich-rules) "
+                     "| grep -c 198.19 || true"}
 CHAINS = {"nccl_network_nftables_chains": ["inet filter input"]}
 # The firewall step alone (with the cluster NIC it needs): the rest is tested in test_network_lab.
 FIREWALL_ONLY = ("--tags", "nccl_preflight,nccl_network_firewall")

@@ -99,10 +99,10 @@ def test_a_fresh_host_gets_files_then_the_script():
     planned = backends.plan("present", "nftables", spec(), NOTHING, {}, STATE_DIR)
     assert list(written(planned)) == ["firewall.nft", "firewall.sh", "firewall.json"]
     assert runs(planned) == [["sh", "/etc/ncclkit/firewall.sh"]]
-    assert [list(action)[0] for action in planned["actions"]] == ["write"] * 3 + ["run"]
+    assert [list(action)[0] for action in planned["actions"]] == ["write"] * 2 + ["run", "write"]
     assert planned["before"] == [] and "table inet ncclkit {" in planned["after"]
     record = json.loads(written(planned)["firewall.json"])
-    assert record["backend"] == "nftables" and record["fingerprint"] == rules.fingerprint(spec())
+    assert record == {"firewalld": None}  # only what a later run reads
 
 
 def applied(backend, made, seen=NOTHING, **kwargs):
@@ -186,3 +186,36 @@ def test_firewalld_adds_what_is_missing_and_removes_what_it_recorded():
     assert commands[1] == ["firewall-cmd", "--permanent", "--zone=public", f"--remove-rich-rule={old}"]
     assert len(commands) == 2 + 2 * len(rules.firewalld_rules(made))
     assert json.loads(written(planned)["firewall.json"])["firewalld"]["rules"] == rules.firewalld_rules(made)
+
+
+OLD_RICH_RULE = 'rule family="ipv4" source address="198.19.20.99" port port="32768-60999" protocol="tcp" accept'
+FIREWALLD_RECORD = {"firewall.json": json.dumps({"firewalld": {"zone": "public", "rules": [OLD_RICH_RULE]}})}
+
+
+@pytest.mark.parametrize("state, backend", [("absent", "none"), ("present", "nftables")])
+@pytest.mark.parametrize("firewalld", ["not running", None])
+def test_recorded_firewalld_rules_are_never_forgotten_while_firewalld_is_down(state, backend, firewalld):
+    seen = dict(NOTHING, firewalld=firewalld)
+    with pytest.raises(backends.PlanError) as raised:
+        backends.plan(state, backend, spec() if state == "present" else None, seen, FIREWALLD_RECORD, STATE_DIR,
+                      zone="public")
+    message = str(raised.value)
+    assert "firewalld is not running" in message and "start firewalld" in message
+    assert f"firewall-offline-cmd --zone=public --remove-rich-rule='{OLD_RICH_RULE}'" in message
+
+
+def test_the_record_is_written_after_the_commands_and_the_script_before():
+    seen = dict(NOTHING, firewalld="running", firewalld_runtime=[OLD_RICH_RULE], firewalld_permanent=[OLD_RICH_RULE])
+    planned = backends.plan("present", "firewalld", spec(), seen, FIREWALLD_RECORD, STATE_DIR, zone="public")
+    kinds = [("record" if action.get("write", "").endswith("firewall.json") else "write") if "write" in action
+             else "run" if "run" in action else "remove" for action in planned["actions"]]
+    assert kinds[0] == "write" and kinds[-1] == "record" and set(kinds[1:-1]) == {"run"}
+    nft = backends.plan("present", "nftables", spec(), NOTHING, {}, STATE_DIR)
+    order = [action.get("write", "run").rsplit("/", 1)[-1] for action in nft["actions"]]
+    assert order.index("firewall.sh") < order.index("run") < order.index("firewall.json")
+
+
+def test_absent_removes_the_record_after_the_commands():
+    seen = dict(NOTHING, firewalld="running", firewalld_runtime=[OLD_RICH_RULE], firewalld_permanent=[OLD_RICH_RULE])
+    planned = backends.plan("absent", "none", None, seen, FIREWALLD_RECORD, STATE_DIR, zone="public")
+    assert "run" in planned["actions"][0] and planned["actions"][-1] == {"remove": f"{STATE_DIR}/firewall.json"}

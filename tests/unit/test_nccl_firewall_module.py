@@ -6,6 +6,7 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host_command import CommandTimeout, run_command
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_firewall
 from conftest import REPO_ROOT
 
@@ -25,8 +26,13 @@ class FakeHost:
     def which(self, name):
         return f"/usr/sbin/{name}" if name in self.tools else None
 
-    def run_command(self, module, argv, data=None, **_):
+    def run_command(self, argv, timeout, data=None, raise_timeout=False):
+        assert timeout > 0
+        if argv[0] not in self.tools:
+            return 127, "", f"{argv[0]}: command not found"
         line = " ".join(argv)
+        if "hang" in self.fail and argv[0] == "firewall-cmd" and raise_timeout:
+            raise CommandTimeout(f"`{line}` did not finish within {timeout} s")
         if line == "nft -j list ruleset":
             return 0, json.dumps(self.ruleset), ""
         if argv[:2] == ["nft", "list"] or argv[:2] == ["iptables-save", "-t"]:
@@ -41,7 +47,8 @@ class FakeHost:
 def host(monkeypatch):
     fake = FakeHost()
     monkeypatch.setattr(nccl_firewall.shutil, "which", fake.which)
-    monkeypatch.setattr(AnsibleModule, "run_command", lambda module, argv, **kw: fake.run_command(module, argv, **kw))
+    monkeypatch.setattr(nccl_firewall, "run_command", fake.run_command)
+    monkeypatch.setattr(AnsibleModule, "run_command", lambda *_, **__: pytest.fail("use host_command.run_command"))
     return fake
 
 
@@ -56,7 +63,7 @@ def test_check_mode_shows_the_diff_and_writes_nothing(host, capsys, tmp_path):
     assert code == 0 and result["changed"] and result["backend"] == "nftables"
     assert "table inet ncclkit {" in result["diff"]["after"] and result["diff"]["before"] == "\n"
     assert list(tmp_path.iterdir()) == [] and host.changes == []
-    assert result["actions"][-1] == f"sh {tmp_path}/firewall.sh"
+    assert result["actions"][-2:] == [f"sh {tmp_path}/firewall.sh", f"write {tmp_path}/firewall.json"]
 
 
 def test_apply_writes_the_files_and_runs_the_script(host, capsys, tmp_path):
@@ -125,3 +132,19 @@ def test_absent_removes_its_files_and_an_emptied_state_dir(host, capsys, tmp_pat
     (state_dir / "nccl.env").write_text("NCCL_SOCKET_IFNAME=eth1\n")
     run(capsys, state_dir, state="absent")
     assert [p.name for p in state_dir.iterdir()] == ["nccl.env"]
+
+
+def test_a_hung_firewall_tool_fails_naming_the_command(host, capsys, tmp_path):
+    host.tools.add("firewall-cmd")
+    host.fail = ("hang",)
+    code, result = run(capsys, tmp_path)
+    assert code == 1 and "`firewall-cmd --state` did not finish within 10 s" in result["msg"]
+    assert "systemctl status firewalld dbus" in result["msg"] and host.changes == []
+
+
+def test_the_shared_runner_stops_a_hung_command_and_knows_a_missing_one():
+    assert run_command(["sleep", "5"], 0.2)[0] == 124
+    with pytest.raises(CommandTimeout, match="`sleep 5` did not finish within 0.2 s"):
+        run_command(["sleep", "5"], 0.2, raise_timeout=True)
+    assert run_command(["ncclkit-no-such-tool"], 1) == (127, "", "ncclkit-no-such-tool: command not found")
+    assert run_command(["cat"], 5, data="rules\n") == (0, "rules\n", "")
