@@ -19,7 +19,10 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_launch import
     plan_problems,
     uniform_names,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import usable_rdma_ports
+from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import (
+    rdma_disagreement,
+    usable_rdma_ports,
+)
 
 
 def nccl_profile_env(settings):
@@ -57,4 +60,5 @@ class FilterModule:
             "nccl_hostfile_lines": nccl_hostfile_lines,
             "nccl_env_uniform_names": lambda envs: uniform_names(list(envs)),
             "rdma_usable_ports": usable_rdma_ports,
+            "rdma_disagreement": lambda ports_by_host: rdma_disagreement(dict(ports_by_host)),
         }

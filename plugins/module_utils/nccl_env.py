@@ -5,8 +5,8 @@ and the ncclkit package can import it. `profile_env(settings)` returns {NAME: va
 `env_problems(settings)` lists what is wrong, each message naming the setting to change.
 
 Layers, later ones win: what the facts give (NICs, RDMA, debug and PyTorch settings),
-then the cloud role's `ncclkit_cloud_nccl_env`, a measured tuning (`ncclkit_nccl_tuning`),
-the user's `nccl_profile_tuning`, and last the user's `nccl_profile_extra_env`.
+then `ncclkit_cloud_nccl_env` and `ncclkit_nccl_tuning` (hooks a play may set; no ncclkit role
+fills them yet), the user's `nccl_profile_tuning`, and last the user's `nccl_profile_extra_env`.
 Tuning variables never come from a default: the article's "cloud-optimal" values measured
 30% slower than NCCL's own choice on our two-node socket test.
 """
@@ -101,7 +101,8 @@ def _computed(settings: dict, problems: list) -> dict:
     ifname = settings.get("ifname") or ""
     if not _IFNAME.match(str(ifname)):
         problems.append(f"the cluster interface {ifname!r} is not an interface name: run "
-                        "nccl_preflight first (it sets ncclkit_cluster_ifname) or set nccl_profile_ifname")
+                        "nccl_preflight first (it sets ncclkit_cluster_ifname); to choose the NIC, set "
+                        "nccl_preflight_ifname or nccl_preflight_cluster_cidr")
     else:
         # "=eth1": exactly eth1; a bare "eth1" is a prefix that would also match eth10.
         env["NCCL_SOCKET_IFNAME"] = f"={ifname}"

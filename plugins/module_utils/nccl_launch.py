@@ -31,6 +31,16 @@ def launch_plan(host: str, hosts: list, addresses: dict, slots: dict, master_por
 
 
 def plan_problems(hosts: list, addresses: dict, slots: dict, master_port) -> list:
+    problems = _host_problems(hosts, addresses, slots)
+    port = _whole(master_port)
+    if port is None or not 1 <= port <= 65535:
+        problems.append(f"the master port {master_port!r} is not a port (1-65535): "
+                        "set nccl_profile_master_port")
+    return problems
+
+
+def _host_problems(hosts: list, addresses: dict, slots: dict) -> list:
+    """What the hostfile needs: every host with its own cluster address and 1 or more slots."""
     problems = []
     if not hosts:
         problems.append("the cluster has no hosts")
@@ -50,10 +60,6 @@ def plan_problems(hosts: list, addresses: dict, slots: dict, master_port) -> lis
         count = _whole(slots.get(name))
         if count is None or count < 1:
             problems.append(f"{name} has {slots.get(name)!r} processes per node; it needs 1 or more")
-    port = _whole(master_port)
-    if port is None or not 1 <= port <= 65535:
-        problems.append(f"the master port {master_port!r} is not a port (1-65535): "
-                        "set nccl_profile_master_port")
     return problems
 
 
@@ -69,7 +75,7 @@ def _whole(value):
 
 def hostfile_lines(hosts: list, addresses: dict, slots: dict) -> list:
     """Open MPI hostfile lines over the cluster addresses: `10.0.0.11 slots=8`."""
-    problems = plan_problems(hosts, addresses, slots, 1)
+    problems = _host_problems(hosts, addresses, slots)
     if problems:
         raise LaunchError("; ".join(problems))
     return [f"{addresses[name]} slots={int(slots[name])}" for name in hosts]

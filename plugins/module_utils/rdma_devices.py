@@ -1,19 +1,12 @@
 """Which RDMA ports (InfiniBand, RoCE, Alibaba eRDMA) NCCL's IB transport can use on a host.
 
 The nccl_profile role lists /sys/class/infiniband/<device>/ports/<port> as lines of
-`device|port|state|link_layer|driver` (RDMA_PORTS_SCRIPT) and passes them here.
+`device|port|state|link_layer|driver` (the script is `_nccl_profile_rdma_script` in
+roles/nccl_profile/vars/main.yml) and passes them here.
 """
 
 from __future__ import annotations
 
-# Prints one line per RDMA port; nothing (and exit 0) on a host without any.
-RDMA_PORTS_SCRIPT = (
-    'for port in /sys/class/infiniband/*/ports/*; do [ -d "$port" ] || continue; '
-    'dev=${port%/ports/*}; '
-    'printf "%s|%s|%s|%s|%s\\n" "${dev##*/}" "${port##*/}" "$(cat "$port/state" 2>/dev/null)" '
-    '"$(cat "$port/link_layer" 2>/dev/null)" "$(basename "$(readlink -f "$dev/device/driver")")"; '
-    'done'
-)
 # AWS EFA shows up as an RDMA device but NCCL reaches it only through the aws-ofi-nccl plugin
 # (NCCL_NET), never through its IB transport: it must not turn NCCL_IB_DISABLE off.
 PLUGIN_ONLY_DRIVERS = ("efa",)
@@ -43,3 +36,22 @@ def rdma_ports(lines) -> list:
 def usable_rdma_ports(lines) -> list:
     """`device:port` of each active port NCCL's IB transport can use."""
     return [f"{port['device']}:{port['port']}" for port in rdma_ports(lines) if port["usable"]]
+
+
+def rdma_disagreement(ports_by_host: dict) -> str:
+    """Under nccl_profile_rdma auto, why the hosts' decisions differ; "" when they agree.
+
+    One host with a dead port would get NCCL_IB_DISABLE=1 and the others 0: a job across them
+    then mixes transports, which NCCL does not do.
+    """
+    with_rdma = [host for host, ports in ports_by_host.items() if ports]
+    without = [host for host, ports in ports_by_host.items() if not ports]
+    if not with_rdma or not without:
+        return ""
+    listed = ", ".join(f"{host} ({', '.join(ports_by_host[host])})" for host in with_rdma)
+    return (f"nccl_profile_rdma is auto and the hosts differ: {listed} "
+            f"{'has' if len(with_rdma) == 1 else 'have'} an active RDMA port NCCL can use, "
+            f"{', '.join(without)} {'has' if len(without) == 1 else 'have'} none, so NCCL would use "
+            "RDMA on some hosts and sockets on the others. Bring the ports up on "
+            f"{', '.join(without)} (ibv_devinfo), or set nccl_profile_rdma to disabled (sockets on "
+            "every host) or required (fail on every host without RDMA)")

@@ -29,16 +29,30 @@ WRITTEN = ["/etc/nccl.conf", "/etc/profile.d/ncclkit.sh", "/etc/ncclkit/nccl.env
            "/opt/ncclkit/bin/ncclkit-torchrun", "/opt/ncclkit/bin/ncclkit-mpirun",
            "/etc/ssh/ssh_config.d/ncclkit.conf", KEY, KEY + ".pub"]
 EXAMPLE = REPO_ROOT / "examples" / "lightning_ddp_check.py"
+# An image's own /etc/nccl.conf (node1) and an empty ssh_known_hosts ncclkit never wrote (node2).
+FOREIGN_CONF = "NCCL_TOPO_FILE=/opt/image/topo.xml\n"
+BLOCK_FILES = ["/root/.ssh/authorized_keys", "/etc/ssh/ssh_known_hosts"]
 
 
 def existing(lab, node: str, paths=WRITTEN) -> list[str]:
     script = "for p in " + " ".join(map(shlex.quote, paths)) + '; do [ ! -e "$p" ] || echo "$p"; done'
-    return node_sh(lab, node, script).stdout.split()
+    done = node_sh(lab, node, script)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
 
 
 def marked_blocks(lab, node: str) -> str:
-    return node_sh(lab, node, "grep -h 'ncclkit cluster' /root/.ssh/authorized_keys "
-                              "/etc/ssh/ssh_known_hosts 2>/dev/null").stdout
+    """The role's marker lines in the files that exist (grep: 0 found, 1 none)."""
+    done = node_sh(lab, node, "set --; for f in " + " ".join(BLOCK_FILES) + '; do [ ! -e "$f" ] || set -- "$@" "$f"; '
+                              "done; [ $# -eq 0 ] || grep -h 'ncclkit cluster' \"$@\"")
+    assert done.returncode in (0, 1), done.stderr
+    return done.stdout
+
+
+def read(lab, node: str, path: str) -> str:
+    done = node_sh(lab, node, f"cat {shlex.quote(path)}")
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 @pytest.fixture(scope="module")
@@ -73,9 +87,15 @@ def test_bad_values_fail_before_anything_is_written(lab, run_profile, timings):
 
 
 def test_absent_on_fresh_nodes_changes_nothing(lab, run_profile, timings):
+    """Not even files the role could own but never wrote: an image's /etc/nccl.conf, an empty
+    ssh_known_hosts."""
+    assert node_sh(lab, "node1", f"printf %s {shlex.quote(FOREIGN_CONF)} > /etc/nccl.conf").returncode == 0
+    assert node_sh(lab, "node2", ": > /etc/ssh/ssh_known_hosts").returncode == 0
     run = run_profile(nccl_profile_state="absent")
     timings("absent on fresh nodes s", round(run.seconds, 1))
     assert run.rc == 0 and run.changed() == {"node1": 0, "node2": 0}, run.output[-4000:]
+    assert read(lab, "node1", "/etc/nccl.conf") == FOREIGN_CONF
+    assert read(lab, "node2", "/etc/ssh/ssh_known_hosts") == ""
 
 
 def test_check_mode_on_fresh_nodes_reports_changes_and_writes_nothing(lab, run_profile,
@@ -87,8 +107,16 @@ def test_check_mode_on_fresh_nodes_reports_changes_and_writes_nothing(lab, run_p
     assert {host: facts["ncclkit_launch"]["node_rank"] for host, facts in run.facts.items()} == \
         {"node1": 0, "node2": 1}
     for node in NODES:
-        assert existing(lab, node, WRITTEN + ["/etc/ncclkit", "/opt/ncclkit"]) == []
+        assert existing(lab, node, WRITTEN + ["/etc/ncclkit", "/opt/ncclkit"]) == \
+            (["/etc/nccl.conf"] if node == "node1" else [])
         assert marked_blocks(lab, node) == ""
+    assert read(lab, "node1", "/etc/nccl.conf") == FOREIGN_CONF
+
+
+def test_present_keeps_the_nccl_conf_it_replaced_as_a_backup(lab, converged):
+    backups = node_sh(lab, "node1", "cat /etc/nccl.conf.*~")
+    assert backups.returncode == 0 and backups.stdout == FOREIGN_CONF, backups.stderr
+    assert "Written by ncclkit.cluster.nccl_profile" in read(lab, "node1", "/etc/nccl.conf")
 
 
 def test_each_host_gets_its_rank_the_one_master_and_its_nic(converged):
@@ -212,9 +240,12 @@ def test_state_absent_removes_everything_the_role_wrote(lab, converged, run_prof
     run = run_profile(nccl_profile_state="absent")
     timings("absent run s", round(run.seconds, 1))
     assert run.rc == 0, run.output[-4000:]
+    assert sorted(run.facts) == list(NODES)
     assert all(facts["ncclkit_nccl_env"] == {} for facts in run.facts.values())
     for node in NODES:
         assert existing(lab, node, WRITTEN + ["/etc/ncclkit", "/opt/ncclkit"]) == []
         assert marked_blocks(lab, node) == ""
         # Both files held only the role's block, so they went too.
-        assert existing(lab, node, ["/root/.ssh/authorized_keys", "/etc/ssh/ssh_known_hosts"]) == []
+        assert existing(lab, node, BLOCK_FILES) == []
+    # The image's file the first run replaced is still there to restore.
+    assert node_sh(lab, "node1", "cat /etc/nccl.conf.*~").stdout == FOREIGN_CONF

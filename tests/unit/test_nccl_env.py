@@ -123,7 +123,9 @@ def test_the_product_uses_the_threads_of_another_layer():
                                                   "written only when NCCL_DEBUG is WARN"),
     ({"torch_async_error_handling": 4}, "TORCH_NCCL_ASYNC_ERROR_HANDLING (from "
                                         "nccl_profile_torch_async_error_handling) is '4'"),
-    ({"ifname": ""}, "the cluster interface '' is not an interface name: run nccl_preflight first"),
+    ({"ifname": ""}, "the cluster interface '' is not an interface name: run nccl_preflight first "
+                     "(it sets ncclkit_cluster_ifname); to choose the NIC, set nccl_preflight_ifname or "
+                     "nccl_preflight_cluster_cidr"),
     ({"ifname": "eth 1"}, "is not an interface name"),
     ({"cluster_networks": []}, "no cluster network is known: run nccl_preflight first"),
     ({"cluster_networks": ["10.0.0.300/24"]}, "'10.0.0.300/24' is not in CIDR form"),

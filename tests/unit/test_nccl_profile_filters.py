@@ -42,3 +42,6 @@ def test_the_launch_filters(filters):
         found["nccl_hostfile_lines"](hosts, {"n1": "10.0.0.1"}, slots)
     assert found["nccl_env_uniform_names"]([{"A": "1"}, {"A": "1"}]) == ["A"]
     assert found["rdma_usable_ports"](["mlx5_0|1|4: ACTIVE|InfiniBand|mlx5_core"]) == ["mlx5_0:1"]
+    assert "n1 (mlx5_0:1) has an active RDMA port NCCL can use, n2 has none" in \
+        found["rdma_disagreement"]({"n1": ["mlx5_0:1"], "n2": []})
+    assert found["rdma_disagreement"]({"n1": [], "n2": []}) == ""

@@ -1,6 +1,7 @@
 """module_utils.rdma_devices: which RDMA ports turn NCCL's IB transport on."""
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import (
+    rdma_disagreement,
     rdma_ports,
     usable_rdma_ports,
 )
@@ -30,3 +31,17 @@ def test_every_listed_port_is_described():
 def test_a_host_without_rdma_has_no_port():
     assert usable_rdma_ports([]) == [] and usable_rdma_ports(None) == []
     assert usable_rdma_ports(["broken-line"]) == []
+
+
+def test_hosts_that_agree_on_rdma_are_fine():
+    assert rdma_disagreement({"n1": ["mlx5_0:1"], "n2": ["mlx5_0:1"]}) == ""
+    assert rdma_disagreement({"n1": [], "n2": []}) == ""
+    assert rdma_disagreement({}) == ""
+
+
+def test_a_host_with_a_dead_port_among_rdma_hosts_is_named_with_the_fix():
+    message = rdma_disagreement({"n1": ["mlx5_0:1"], "n2": [], "n3": ["mlx5_0:1", "mlx5_1:1"]})
+    assert message.startswith("nccl_profile_rdma is auto and the hosts differ: n1 (mlx5_0:1), "
+                              "n3 (mlx5_0:1, mlx5_1:1) have an active RDMA port NCCL can use, n2 has none")
+    assert "Bring the ports up on n2" in message
+    assert "set nccl_profile_rdma to disabled" in message and "required" in message
