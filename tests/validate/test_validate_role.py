@@ -132,7 +132,8 @@ def test_a_healthy_cluster_passes_with_fetched_outputs_and_a_report(lab, tmp_pat
     before = run_in(lab, "node1", f"cat {STANDIN_LOG} 2>/dev/null || true")
     scratch = "ls -d /tmp/ncclkit-validate-* 2>/dev/null || true"
     scratch_before = run_in(lab, "node1", scratch)
-    done, folder = validate(lab, tmp_path, contract_facts("pass", nccl_validate_min_busbw_gbps=2.5))
+    done, folder = validate(lab, tmp_path, contract_facts("pass", nccl_validate_min_busbw_gbps=2.5,
+                                                          nccl_validate_env={"NCCL_ALGO": "Ring"}))
     assert done.returncode == 0, done.stdout[-3000:]
     assert "nccl_validate PASSED: 3 run(s), 3 passed" in done.stdout
     assert "changed=0" in done.stdout.split("PLAY RECAP")[1]
@@ -142,7 +143,8 @@ def test_a_healthy_cluster_passes_with_fetched_outputs_and_a_report(lab, tmp_pat
     assert list(runs) == ["single-node on node1", "single-node on node2", "multi-node across node1, node2"]
     multi = runs["multi-node across node1, node2"]
     assert multi["perf"]["ranks"] == 2 and multi["perf"]["largest_size_busbw_gbps"] == 2.99
-    assert multi["expected_ranks"] == 2 and multi["command"][:3] == ["/opt/ncclkit/bin/ncclkit-mpirun", "-x", "NCCL_DEBUG"]
+    assert multi["expected_ranks"] == 2 and multi["command"][:5] == ["/opt/ncclkit/bin/ncclkit-mpirun", "-x", "NCCL_DEBUG",
+                                                                      "-x", "NCCL_ALGO"]
     # Raw outputs fetched byte for byte, the -J JSON where the stand-in wrote one.
     assert (folder / "raw/node1/multi.txt").read_bytes() == TWO_HOSTS.read_bytes()
     assert (folder / "raw/node2/single.txt").read_bytes() == ONE_GPU.read_bytes()
@@ -151,9 +153,11 @@ def test_a_healthy_cluster_passes_with_fetched_outputs_and_a_report(lab, tmp_pat
                                                             "raw/node2/single.txt"]
     # What the launcher and the benchmark were given: one rank per GPU, -J, the profile, INFO logs.
     calls = run_in(lab, "node1", f"cat {STANDIN_LOG}")[len(before):].splitlines()
-    single, multi_call = calls
+    single, remote, multi_call = calls
+    # nccl_validate_env reaches the ranks on the other hosts too: the launcher forwards it.
+    assert remote == "remote ranks see: NCCL_DEBUG=INFO NCCL_ALGO=Ring"
     assert single.startswith("single NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth1 -b 8 -e 1G -f 2 -g 1 -n 20 -w 5 -c 1 -J /tmp/")
-    assert multi_call.startswith("multi NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth1 -x NCCL_DEBUG "
+    assert multi_call.startswith("multi NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth1 -x NCCL_DEBUG -x NCCL_ALGO "
                                  "/opt/standin/pass/all_reduce_perf -b 8 -e 1G -f 2 -g 1 ")
     assert " -J /tmp/" in multi_call
     # The scratch folders are gone from the hosts.
