@@ -199,8 +199,10 @@ def test_a_hang_and_low_busbw_fail_with_the_cause_and_the_numbers(lab, tmp_path)
 
 
 def test_a_dead_run_and_a_binary_without_mpi_fail_with_their_failures(lab, tmp_path):
-    facts = contract_facts("broken")
-    facts["ncclkit_nccl_tests"]["version"] = ""  # unknown: asked with -h
+    # The nccl_tests role's build predates -J, but the binary run is the one nccl_validate_bin_dir
+    # names: its version is unknown, so it is asked with -h.
+    facts = contract_facts("broken", nccl_validate_bin_dir="/opt/standin/broken")
+    facts["ncclkit_nccl_tests"]["version"] = "2.16.9"
     done, folder = validate(lab, tmp_path, facts)
     assert done.returncode != 0
     tail = failure_tail(done)
