@@ -202,19 +202,22 @@ def _check_data(data):
             raise NcclReportError("the report data's {0} must be a {1}, not {2}: pass what the nccl_validate "
                                   "role collects".format(key, kind.__name__, type(value).__name__))
         items = value.values() if isinstance(value, dict) else value
-        bad = [item for item in items if item_kind and item is not None and not isinstance(item, item_kind)
-               or item is None and key == "runs"]
+        # A host or network record may be None (no data); a run record may not.
+        bad = [item for item in items if (item is None and key == "runs")
+               or (item_kind and item is not None and not isinstance(item, item_kind))]
         if bad:
             raise NcclReportError("the report data's {0} must hold {1}s, not {2!r}: pass what the nccl_validate "
                                   "role collects".format(key, item_kind.__name__, bad[0]))
 
 
 def summary_line(report):
-    # Hosts with GPUs whose runs did not happen are failures (reasons), not skipped checks.
-    any_gpu = any(isinstance(record, dict) and record.get("gpus") for record in report["hosts"].values())
+    # Decided on the hosts, not the runs: GPU hosts whose runs did not happen, and hosts without
+    # data, are failures (reasons), not skipped checks.
+    records = list(report["hosts"].values())
+    no_gpu_anywhere = bool(records) and all(record and not record.get("gpus") for record in records)
     return "nccl_validate {0}: {1} run(s), {2} passed{3}".format(
         report["verdict"].upper(), len(report["runs"]), sum(1 for run in report["runs"] if run["passed"]),
-        "" if any_gpu else " (GPU checks skipped: no host has a GPU)")
+        " (GPU checks skipped: no host has a GPU)" if no_gpu_anywhere else "")
 
 
 # -- Markdown ------------------------------------------------------------------------------

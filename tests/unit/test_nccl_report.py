@@ -133,6 +133,8 @@ def test_gpu_hosts_whose_runs_did_not_happen_are_not_skipped_checks():
     assert not report["passed"]
     assert "GPU checks skipped" not in nccl_report.summary_line(report)
     assert nccl_report.summary_line(report) == "nccl_validate FAILED: 0 run(s), 0 passed"
+    unreachable = report_of(hosts={"node1": {}, "node2": {"gpus": 0, "skip_reason": "nvidia-smi not found"}})
+    assert nccl_report.summary_line(unreachable) == "nccl_validate FAILED: 0 run(s), 0 passed"
 
 
 def test_planned_runs_without_a_record_fail_the_report():
