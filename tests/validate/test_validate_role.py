@@ -44,6 +44,8 @@ MODES = {
     # node2 alone dies (no socket interface); across nodes each rank runs alone: no MPI=1.
     "broken": {"single.txt": ONE_GPU.read_bytes(), "multi.txt": ONE_GPU.read_bytes() * 2},
 }
+# node1 alone is killed (KILL, as by the OOM killer) at once in "broken": not a hang.
+NODE1 = {"broken": {"single.rc": b"137\n"}}
 NODE2 = {"slow": {"single.txt": DEBUG_INFO_HEAD, "single.hang": b""},
          "broken": {"single.txt": BAD_IFNAME.read_bytes(), "single.rc": b"3\n"}}
 STANDIN_LOG = "/tmp/ncclkit-standin.log"
@@ -55,7 +57,7 @@ def lab(tmp_path_factory):
     lab = Lab(INDEX)
     lab.down()
     assert lab.up(nodes=2, inventory_path=inventory) is True
-    install_standins(lab, "node1", MODES)
+    install_standins(lab, "node1", {mode: {**files, **NODE1.get(mode, {})} for mode, files in MODES.items()})
     install_standins(lab, "node2", {mode: {**files, **NODE2.get(mode, {})} for mode, files in MODES.items()})
     yield lab
     lab.down()
@@ -211,6 +213,10 @@ def test_a_dead_run_and_a_binary_without_mpi_fail_with_their_failures(lab, tmp_p
     assert "multi-node across node1, node2: 1 ranks on 1 host(s) (vm), expected_ranks is 2" in tail
     assert "built without MPI=1" in tail
     runs = runs_by_title(report_of(folder))
+    killed = runs["single-node on node1"]
+    assert killed["rc"] == 137 and killed["timed_out"] is False and not killed["passed"]
+    assert killed["reasons"][0].startswith("single-node on node1: all_reduce_perf was killed by signal 9 after ")
+    assert "before the 300 s timeout: out of memory?" in killed["reasons"][0] and "hung" not in tail
     single = runs["single-node on node2"]
     assert single["rc"] == 3 and single["perf"]["complete"] is False
     assert {finding["code"] for finding in single["diagnosis"]["findings"]} >= {"no_socket_interface",
