@@ -43,6 +43,14 @@ def test_ncclkit_report_writes_a_valid_png_beside_report_md(tmp_path, capsys):
     assert [path.name for path in png.parent.iterdir() if path.name.startswith(".")] == []
 
 
+def test_ncclkit_report_takes_the_report_json_too(tmp_path, capsys):
+    folder = write(tmp_path, "h200-2host-socket-defaults.txt")
+    assert main(["report", folder + "/report.json"]) == 0, capsys.readouterr().err
+    png = tmp_path / "20261202T090419Z" / "busbw.png"
+    assert capsys.readouterr().out == f"ncclkit report: wrote {png}\n"
+    assert png.read_bytes()[:8] == PNG_MAGIC
+
+
 def test_a_report_without_rows_is_a_clear_error(tmp_path, capsys):
     folder = write(tmp_path, None)
     assert main(["report", folder]) == 1

@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 
 from .nccl_tests_json import allowed_env_entries
 
@@ -30,12 +31,18 @@ REPORT_MD = "report.md"
 RAW_DIR = "raw"
 PLOT_PNG = "busbw.png"
 PARTIAL_SUFFIX = ".partial"
+# A staging folder untouched this long was left by an interrupted play (no play waits a day).
+STALE_STAGING_S = 24 * 3600
+# Staging folders nccl_validate makes: .<UTC timestamp>[-N].partial (others are not ours to remove).
+_STAGING_NAME = re.compile(r"^\.\d{8}T\d{6}Z(-\d+)?\.partial$")
 
 # An "env" list in JSON text, closed or cut off at the end of the file.
 _ENV_LIST = re.compile(r'"env"\s*:\s*\[(?:[^\]"]|"(?:[^"\\]|\\.)*"?)*\]?', re.S)
 
 # Exit codes of coreutils timeout: the command ran too long (TERM, then KILL after the grace).
+# 137 is also any other KILL (the kernel's OOM killer): only a run that lasted the timeout hung.
 TIMEOUT_RCS = (124, 137)
+KILLED_RC = 137
 
 
 class NcclReportError(ValueError):
@@ -62,6 +69,10 @@ def run_verdict(run):
         reasons.append("{0}: all_reduce_perf did not finish within {1} s and was stopped: it hung (across "
                        "nodes usually NCCL or Gloo on the wrong NIC, or blocked ports; see the findings)"
                        .format(title, run.get("timeout_s")))
+    elif run.get("rc") == KILLED_RC:
+        after = " after {0:.1f} s".format(run["duration_s"]) if isinstance(run.get("duration_s"), (int, float)) else ""
+        reasons.append("{0}: all_reduce_perf was killed by signal 9{1}, before the {2} s timeout: out of memory? "
+                       "(see dmesg on the host; lower nccl_validate_max_bytes)".format(title, after, run.get("timeout_s")))
     elif perf is None:
         reasons.append("{0}: no nccl-tests result (rc {1}): {2}".format(
             title, run.get("rc"), run.get("perf_error") or "the output could not be read"))
@@ -72,7 +83,7 @@ def run_verdict(run):
         if any(gate.get("name") == "expected_ranks" and not gate.get("passed") for gate in perf.get("gates", [])):
             gates_line += (" (every rank must join one run: an nccl-tests built without MPI=1 runs each rank "
                            "alone; a launcher that starts fewer ranks than GPUs shows the same)")
-        if not timed_out(run) or perf.get("rows"):
+        if not (timed_out(run) or run.get("rc") == KILLED_RC) or perf.get("rows"):
             reasons.append(gates_line)
     if not reasons and run.get("rc") not in (0, None):
         reasons.append("{0}: the benchmark printed a complete run but exited with rc {1}".format(title, run.get("rc")))
@@ -82,7 +93,15 @@ def run_verdict(run):
 
 
 def timed_out(run):
-    return bool(run.get("timed_out")) or run.get("rc") in TIMEOUT_RCS
+    """Whether the timeout stopped the run: the role records it; otherwise rc and duration tell."""
+    if run.get("timed_out") is not None:
+        return bool(run["timed_out"])
+    duration, limit = run.get("duration_s"), run.get("timeout_s")
+    if run.get("rc") not in TIMEOUT_RCS:
+        return False
+    if isinstance(duration, (int, float)) and isinstance(limit, (int, float)):
+        return duration >= limit
+    return run.get("rc") == 124  # no duration: only timeout's own code says so
 
 
 def diagnosis_lines(diagnosis):
@@ -114,9 +133,8 @@ def _verdict_text(verdict):
 
 
 def build_report(data, created=None):
-    """The report dict from what the role collected: hosts, runs, network, settings."""
-    if not isinstance(data, dict):
-        raise NcclReportError("the report data must be a dict with hosts, runs, network and settings")
+    """The report dict from what the role collected: hosts, runs, network, notes, settings, plan."""
+    _check_data(data)
     created = created or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     hosts = data.get("hosts") or {}
     runs = []
@@ -131,6 +149,7 @@ def build_report(data, created=None):
     reasons = [line for run in runs for line in run["reasons"]] + network_reasons
     reasons += ["{0}: no validation data: the host failed or was unreachable before nccl_validate "
                 "ran (see the play's output)".format(host) for host in missing]
+    reasons += unrecorded_runs(data.get("plan") or {}, runs, missing)
     skipped = {host: record.get("skip_reason") for host, record in hosts.items()
                if record and not record.get("gpus")}
     if skipped:
@@ -152,11 +171,53 @@ def build_report(data, created=None):
     }
 
 
+def unrecorded_runs(plan, runs, missing):
+    """A reason for each planned run without a record: its host failed before the run (a host
+    without any data has its own reason already)."""
+    recorded = {(run.get("name"), run.get("host")) for run in runs}
+    reasons = ["single-node on {0}: planned but never run: the host failed before its run (see the play's "
+               "output)".format(host) for host in plan.get("single") or []
+               if ("single", host) not in recorded and host not in missing]
+    if plan.get("multi") and not any(run.get("name") == "multi" for run in runs):
+        reasons.append("multi-node across {0}: planned but never run: the launch host {1} failed before it "
+                       "(see the play's output)".format(", ".join(plan.get("multi_hosts") or []) or "?",
+                                                        plan.get("launch_host") or "?"))
+    return reasons
+
+
+# What each key of the data must be, and what it holds.
+_DATA_TYPES = {"hosts": (dict, dict), "runs": (list, dict), "network": (dict, dict), "notes": (list, str),
+               "settings": (dict, None), "plan": (dict, None)}
+
+
+def _check_data(data):
+    """NcclReportError, not a traceback, for data the role would never send."""
+    if not isinstance(data, dict):
+        raise NcclReportError("the report data must be a dict with hosts, runs, network and settings")
+    for key, (kind, item_kind) in _DATA_TYPES.items():
+        value = data.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, kind):
+            raise NcclReportError("the report data's {0} must be a {1}, not {2}: pass what the nccl_validate "
+                                  "role collects".format(key, kind.__name__, type(value).__name__))
+        items = value.values() if isinstance(value, dict) else value
+        # A host or network record may be None (no data); a run record may not.
+        bad = [item for item in items if (item is None and key == "runs")
+               or (item_kind and item is not None and not isinstance(item, item_kind))]
+        if bad:
+            raise NcclReportError("the report data's {0} must hold {1}s, not {2!r}: pass what the nccl_validate "
+                                  "role collects".format(key, item_kind.__name__, bad[0]))
+
+
 def summary_line(report):
-    ran = [run for run in report["runs"] if run.get("ran", True)]
+    # Decided on the hosts, not the runs: GPU hosts whose runs did not happen, and hosts without
+    # data, are failures (reasons), not skipped checks.
+    records = list(report["hosts"].values())
+    no_gpu_anywhere = bool(records) and all(record and not record.get("gpus") for record in records)
     return "nccl_validate {0}: {1} run(s), {2} passed{3}".format(
         report["verdict"].upper(), len(report["runs"]), sum(1 for run in report["runs"] if run["passed"]),
-        "" if ran else " (GPU checks skipped: no host has a GPU)")
+        " (GPU checks skipped: no host has a GPU)" if no_gpu_anywhere else "")
 
 
 # -- Markdown ------------------------------------------------------------------------------
@@ -187,9 +248,10 @@ def _hosts_section(hosts):
             lines.append("| {0} | ? | ? | no data (failed or unreachable) |".format(_md(host)))
             continue
         tests = record.get("nccl_tests") or {}
-        version = tests.get("version") or ("available" if tests.get("available")
-                                           else "given: " + record["bin_dir"] if record.get("bin_dir")
-                                           else "not available")
+        version = ("given: " + str(record.get("bin_dir")) if record.get("bin_dir_given")
+                   else tests.get("version") or ("available" if tests.get("available")
+                                                 else "given: " + record["bin_dir"] if record.get("bin_dir")
+                                                 else "not available"))
         gpus = record.get("gpus") or 0
         names = ", ".join(sorted(set(record.get("gpu_names") or [])))
         check = "run" if gpus else "skipped: " + (record.get("skip_reason") or "no GPU")
@@ -285,8 +347,9 @@ def staging_dir(parent, name):
     return os.path.join(os.path.abspath(parent), "." + name + PARTIAL_SUFFIX)
 
 
-def stage(parent, name):
-    """Create (or reuse) the staging folder and its raw/ folder; return the staging path."""
+def stage(parent, name, now=None):
+    """Create (or reuse) the staging folder and its raw/ folder; return the staging path. Stale
+    staging folders of interrupted plays are removed first: their raw -J files are unredacted."""
     _check_name(name)
     staging = staging_dir(parent, name)
     try:
@@ -294,7 +357,30 @@ def stage(parent, name):
     except OSError as error:
         raise NcclReportError("cannot create the report folder {0}: {1}; set nccl_validate_report_parent to a "
                               "folder the controller's user can write".format(staging, error.strerror or error))
+    remove_stale_staging(parent, now)
     return staging
+
+
+def remove_stale_staging(parent, now=None):
+    """Remove .<timestamp>.partial folders untouched for STALE_STAGING_S: a play interrupted before
+    writing its report left them; a running play's folder changes with each fetch."""
+    now = time.time() if now is None else now
+    parent = os.path.abspath(parent)
+    for entry in os.listdir(parent):
+        path = os.path.join(parent, entry)
+        if _STAGING_NAME.match(entry) and os.path.isdir(path) and now - _newest_mtime(path) > STALE_STAGING_S:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _newest_mtime(folder):
+    newest = os.path.getmtime(folder)
+    for root, dirs, files in os.walk(folder):
+        for entry in dirs + files:
+            try:
+                newest = max(newest, os.lstat(os.path.join(root, entry)).st_mtime)
+            except OSError:
+                pass
+    return newest
 
 
 def write_report(parent, name, report):
@@ -342,11 +428,6 @@ def redact_raw_json(raw_dir):
             _write_file(path, json.dumps(document, indent=2) + "\n")
 
 
-def discard(parent, name):
-    """Remove the staging folder (a run that wrote nothing)."""
-    shutil.rmtree(staging_dir(parent, name), ignore_errors=True)
-
-
 def _check_name(name):
     if not name or os.sep in name or name.startswith(".") or name in ("..",):
         raise NcclReportError("report name {0!r} must be a plain folder name such as 20261202T090419Z".format(name))
@@ -392,9 +473,15 @@ def _fsync_dir(folder):
 # -- reading -------------------------------------------------------------------------------
 
 
+def report_folder(path):
+    """The report folder of a path naming it or its report.json: the plot goes beside report.json."""
+    path = str(path)
+    return os.path.dirname(os.path.abspath(path)) if os.path.basename(path) == REPORT_JSON else path
+
+
 def load_report(report_dir):
     """The report dict of a report folder (or of its report.json)."""
-    path = report_dir if str(report_dir).endswith(".json") else os.path.join(report_dir, REPORT_JSON)
+    path = os.path.join(report_folder(report_dir), REPORT_JSON)
     try:
         with open(path, encoding="utf-8") as stream:
             report = json.load(stream)

@@ -24,10 +24,11 @@ DEVICE_ROW = re.compile(
 
 # nccl-tests' failure lines name the host first: "node0: Test NCCL failure common.cu:1550 '...'",
 # "node0: Test CUDA failure ...", " .. node0 pid 2841: Test failure common.cu:1454" (2.10+) and
-# " .. node0: Test failure ..." (2.0). The look-behind starts a match only where a host name can
-# start, which keeps the search linear; a cut row or a launcher label may precede the host.
+# " .. node0: Test failure ..." (2.0); a line whose host was cut off or stripped still counts, with
+# host None. The look-behinds start a match only where a word can start, which keeps the search
+# linear; a cut row or a launcher label may precede the host.
 TEST_FAILURE = re.compile(
-    r"(?<![\w.\-])(?P<host>[\w.\-]+)(?: pid \d+)?: Test (?:(?P<kind>NCCL|CUDA) )?failure\b")
+    r"(?:(?<![\w.\-])(?P<host>[\w.\-]+)(?: pid \d+)?: )?(?<![\w.\-])Test (?:(?P<kind>NCCL|CUDA) )?failure\b")
 
 
 def device_row(comment):

@@ -36,9 +36,10 @@ options:
       - V(staged) creates the staging folder and its C(raw/) subfolder, for the raw outputs to be
         fetched into, and returns its path in RV(staging).
       - V(written) writes the report and moves the staging folder into place.
-      - V(discarded) removes the staging folder.
+      - Staging folders (C(.<timestamp>.partial)) untouched for a day, left by interrupted plays
+        with unredacted raw outputs, are removed when a staging folder is created.
     type: str
-    choices: [staged, written, discarded]
+    choices: [staged, written]
     default: written
   data:
     description:
@@ -91,7 +92,7 @@ staging:
   returned: always
   type: str
 passed:
-  description: Whether every check passed (true for O(state=staged) and O(state=discarded)).
+  description: Whether every check passed (true for O(state=staged)).
   returned: always
   type: bool
 msg:
@@ -114,7 +115,6 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report import (
     NcclReportError,
     build_report,
-    discard,
     stage,
     staging_dir,
     summary_line,
@@ -127,7 +127,7 @@ def main():
         argument_spec={
             "parent": {"type": "path", "required": True},
             "name": {"type": "str", "required": True},
-            "state": {"type": "str", "choices": ["staged", "written", "discarded"], "default": "written"},
+            "state": {"type": "str", "choices": ["staged", "written"], "default": "written"},
             "data": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
@@ -140,10 +140,6 @@ def main():
             if not module.check_mode:
                 result["staging"] = stage(params["parent"], params["name"])
             result["msg"] = "staging folder " + result["staging"]
-        elif params["state"] == "discarded":
-            if not module.check_mode:
-                discard(params["parent"], params["name"])
-            result["msg"] = "removed " + result["staging"]
         else:
             report = build_report(params["data"])
             if not module.check_mode:

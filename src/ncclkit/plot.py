@@ -13,7 +13,7 @@ def plot_report(report_dir: str | Path, output: str | Path | None = None) -> Pat
     """Write the plot of the report in `report_dir`; raise NcclReportError for a report without rows."""
     report_utils = module_utils("nccl_report")
     report = report_utils.load_report(str(report_dir))
-    output = Path(output) if output else Path(report_dir) / report_utils.PLOT_PNG
+    output = Path(output) if output else Path(report_utils.report_folder(report_dir)) / report_utils.PLOT_PNG
     figure = bandwidth_figure(report)
     try:
         handle, temporary = tempfile.mkstemp(dir=output.parent, prefix=".busbw-", suffix=".png")

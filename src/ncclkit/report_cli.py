@@ -10,7 +10,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "report", help="plot bus bandwidth versus message size from a report folder (busbw.png)")
     parser.add_argument("report_dir", metavar="REPORT_DIR",
-                        help="a folder nccl_validate wrote: ncclkit-report/<UTC timestamp>/")
+                        help="a folder nccl_validate wrote: ncclkit-report/<UTC timestamp>/ (or its report.json)")
     parser.add_argument("-o", "--output", help="PNG to write (default: REPORT_DIR/busbw.png)")
     parser.set_defaults(handler=report_command)
 

@@ -3,6 +3,7 @@ atomic write and reading it back."""
 
 import json
 import os
+import re
 
 import pytest
 
@@ -67,13 +68,26 @@ def test_a_failed_run_carries_the_diagnosis_under_its_reason():
 
 
 def test_a_timeout_is_a_hang_whatever_was_printed():
-    report = report_of(run(rc=124, timeout_s=5, perf_error="the input is empty: no nccl-tests output to read"))
+    report = report_of(run(rc=124, timeout_s=5, duration_s=5.1,
+                           perf_error="the input is empty: no nccl-tests output to read"))
     reason, = report["reasons"]
     assert reason.startswith("multi-node across node1, node2: all_reduce_perf did not finish within 5 s and "
                              "was stopped: it hung")
     assert report["runs"][0]["timed_out"] is True
-    killed = report_of(run(rc=137, perf=perf("h200-2host-bad-socket-ifname.txt", expected_ranks=2)))
+    killed = report_of(run(rc=137, timeout_s=5, duration_s=15.2,
+                           perf=perf("h200-2host-bad-socket-ifname.txt", expected_ranks=2)))
     assert "did not finish" in killed["reasons"][0] and len(killed["reasons"]) == 1  # no rows: no gate line
+
+
+def test_a_kill_before_the_timeout_is_not_a_hang():
+    report = report_of(run(rc=137, timeout_s=300, duration_s=3.0, perf_error="the input is empty"))
+    assert report["reasons"] == ["multi-node across node1, node2: all_reduce_perf was killed by signal 9 after "
+                                 "3.0 s, before the 300 s timeout: out of memory? (see dmesg on the host; lower "
+                                 "nccl_validate_max_bytes)"]
+    assert report["runs"][0]["timed_out"] is False
+    recorded = report_of(run(rc=137, timeout_s=300, duration_s=3.0, timed_out=False))
+    assert "killed by signal 9" in recorded["reasons"][0] and recorded["runs"][0]["timed_out"] is False
+    assert report_of(run(rc=137, timed_out=True))["runs"][0]["timed_out"] is True  # the role's word counts
 
 
 def test_no_result_says_why_with_the_end_of_stderr():
@@ -111,6 +125,48 @@ def test_no_gpu_anywhere_passes_and_says_the_checks_were_skipped():
     markdown = nccl_report.render_markdown(report)
     assert "| node1 | 0 | not available | skipped: nvidia-smi not found |" in markdown
     assert "- node1: passed\n" in markdown
+
+
+def test_gpu_hosts_whose_runs_did_not_happen_are_not_skipped_checks():
+    plan = {"single": ["node1", "node2"], "multi": True, "multi_hosts": ["node1", "node2"], "launch_host": "node1"}
+    report = report_of(plan=plan)
+    assert not report["passed"]
+    assert "GPU checks skipped" not in nccl_report.summary_line(report)
+    assert nccl_report.summary_line(report) == "nccl_validate FAILED: 0 run(s), 0 passed"
+    unreachable = report_of(hosts={"node1": {}, "node2": {"gpus": 0, "skip_reason": "nvidia-smi not found"}})
+    assert nccl_report.summary_line(unreachable) == "nccl_validate FAILED: 0 run(s), 0 passed"
+
+
+def test_planned_runs_without_a_record_fail_the_report():
+    plan = {"single": ["node1", "node2", "node3"], "multi": True, "multi_hosts": ["node1", "node2", "node3"],
+            "launch_host": "node1"}
+    report = report_of(run(name="single", host="node2", perf=perf("h200-1gpu-all_reduce_perf.txt")),
+                       hosts={"node1": HOST, "node2": HOST, "node3": {}}, plan=plan)
+    assert not report["passed"]
+    assert report["reasons"] == [
+        "node3: no validation data: the host failed or was unreachable before nccl_validate ran (see the play's "
+        "output)",
+        "single-node on node1: planned but never run: the host failed before its run (see the play's output)",
+        "multi-node across node1, node2, node3: planned but never run: the launch host node1 failed before it "
+        "(see the play's output)"]
+    complete = report_of(run(name="single", host="node1", perf=perf("h200-1gpu-all_reduce_perf.txt")),
+                         run(perf=perf("h200-2host-socket-defaults.txt", expected_ranks=2)),
+                         plan={"single": ["node1"], "multi": True})
+    assert complete["passed"], complete["reasons"]
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"runs": [None]}, "runs must hold dicts, not None"),
+    ({"runs": "x"}, "runs must be a list, not str"),
+    ({"hosts": ["a"]}, "hosts must be a dict, not list"),
+    ({"hosts": {"a": "x"}}, "hosts must hold dicts, not 'x'"),
+    ({"network": {"a": 1}}, "network must hold dicts, not 1"),
+    ({"plan": []}, "plan must be a dict, not list"),
+    ("x", "must be a dict with hosts, runs"),
+])
+def test_malformed_data_is_a_clear_error_not_a_traceback(data, message):
+    with pytest.raises(nccl_report.NcclReportError, match=re.escape(message)):
+        nccl_report.build_report(data)
 
 
 def test_single_node_runs_come_first():
@@ -211,6 +267,10 @@ def test_hosts_table_names_a_build_given_by_folder():
     text = nccl_report.render_markdown(report_of(run(), hosts={"node1": given, "node2": missing}))
     assert "| node1 | 1 (NVIDIA H200) | given: /opt/build/bin | run |" in text
     assert "| node2 | 1 (NVIDIA H200) | not available | run |" in text
+    # A folder given by nccl_validate_bin_dir is named even where the nccl_tests role built one too.
+    overridden = dict(HOST, bin_dir="/opt/mine", bin_dir_given=True)
+    text = nccl_report.render_markdown(report_of(run(), hosts={"node1": overridden, "node2": HOST}))
+    assert "| node1 | 1 (NVIDIA H200) | given: /opt/mine | run |" in text
 
 
 def test_network_verdicts_every_host_carries_are_said_once():
@@ -219,3 +279,19 @@ def test_network_verdicts_every_host_carries_are_said_once():
     report = report_of(run(perf=perf("h200-2host-socket-defaults.txt")), network=network)
     assert report["reasons"] == ["network (node1): " + verdict["message"]]
     assert nccl_report.render_markdown(report).count(verdict["message"]) == 2  # reasons + section
+
+
+def test_stale_staging_folders_of_interrupted_plays_are_removed(tmp_path):
+    old = tmp_path / ".20261201T090419Z.partial" / "raw" / "node1"
+    old.mkdir(parents=True)
+    (old / "single.json").write_text('{"env": ["AWS_SECRET_ACCESS_KEY=x"]}')
+    recent = tmp_path / ".20261202T080000Z.partial"
+    recent.mkdir()
+    other = tmp_path / ".mine.partial"
+    other.mkdir()
+    day_ago = os.path.getmtime(old) - nccl_report.STALE_STAGING_S - 60
+    for path in (old / "single.json", old, old.parent, old.parent.parent, other):
+        os.utime(path, (day_ago, day_ago))
+    nccl_report.stage(str(tmp_path), "20261202T090419Z")
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        ".20261202T080000Z.partial", ".20261202T090419Z.partial", ".mine.partial"]

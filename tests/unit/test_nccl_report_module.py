@@ -1,10 +1,11 @@
-"""The nccl_report module through main(): stage, write, discard, check mode, bad input."""
+"""The nccl_report module through main(): stage, write, check mode, bad input."""
 
 import json
 import os
 
 import pytest
 import yaml
+from unittest.mock import patch
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse_file, summarize
@@ -47,20 +48,24 @@ def test_a_failed_check_is_returned_not_raised(capsys, tmp_path):
 
 
 def test_check_mode_writes_nothing_but_gives_the_verdict(capsys, tmp_path):
-    for state in ("staged", "written", "discarded"):
-        code, result = run_module(capsys, {"parent": str(tmp_path / "reports"), "name": NAME, "state": state,
-                                           "data": data(3.0), "_ansible_check_mode": True})
-        assert code == 0 and result["changed"] is False
-    assert result["passed"] is True and not (tmp_path / "reports").exists()
+    code, staged = run_module(capsys, {"parent": str(tmp_path / "reports"), "name": NAME, "state": "staged",
+                                       "_ansible_check_mode": True})
+    assert code == 0 and staged["changed"] is False and staged["msg"] == "staging folder " + staged["staging"]
+    assert not (tmp_path / "reports").exists()
     code, result = run_module(capsys, {"parent": str(tmp_path), "name": NAME, "data": data(3.0),
                                        "_ansible_check_mode": True})
-    assert result["passed"] is False and result["path"] == "" and os.listdir(tmp_path) == []
+    assert code == 0 and result["changed"] is False
+    assert result["passed"] is False and result["reasons"] and result["path"] == "" and os.listdir(tmp_path) == []
 
 
-def test_discard_removes_the_staging_folder(capsys, tmp_path):
-    run_module(capsys, {"parent": str(tmp_path), "name": NAME, "state": "staged"})
+def test_bad_data_fails_with_the_cause_not_a_traceback(capsys, tmp_path):
+    code, result = run_module(capsys, {"parent": str(tmp_path), "name": NAME, "data": {"runs": [None]}})
+    assert code == 1 and "runs must hold dicts, not None" in result["msg"] and os.listdir(tmp_path) == []
+
+
+def test_discarded_is_no_state(capsys, tmp_path):
     code, result = run_module(capsys, {"parent": str(tmp_path), "name": NAME, "state": "discarded"})
-    assert code == 0 and os.listdir(tmp_path) == []
+    assert code == 1 and "value of state must be one of: staged, written" in result["msg"]
 
 
 def test_an_unwritable_parent_fails_with_the_fix(capsys, tmp_path):
@@ -72,11 +77,30 @@ def test_an_unwritable_parent_fails_with_the_fix(capsys, tmp_path):
     assert code == 1 and "plain folder name" in result["msg"]
 
 
-def test_documentation_matches_the_argument_spec():
+def real_argument_spec(capsys):
+    """The argument_spec main() gives AnsibleModule, captured by running main() with it."""
+    captured = {}
+    real = nccl_report.AnsibleModule
+
+    def capture(argument_spec, **kwargs):
+        captured.update(argument_spec=argument_spec, **kwargs)
+        return real(argument_spec, **kwargs)
+
+    with patch.object(nccl_report, "AnsibleModule", capture):
+        run_module(capsys, {"parent": "/nonexistent", "name": NAME, "_ansible_check_mode": True})
+    return captured
+
+
+def test_documentation_matches_the_argument_spec(capsys):
     documentation = yaml.safe_load(nccl_report.DOCUMENTATION)
     yaml.safe_load(nccl_report.EXAMPLES)
     returned = yaml.safe_load(nccl_report.RETURN)
-    assert documentation["module"] == "nccl_report" and documentation["attributes"]["check_mode"]["support"] == "full"
-    assert {name: option["type"] for name, option in documentation["options"].items()} == {
-        "parent": "path", "name": "str", "state": "str", "data": "dict"}
+    captured = real_argument_spec(capsys)
+    spec = captured["argument_spec"]
+    assert documentation["module"] == "nccl_report"
+    assert (documentation["attributes"]["check_mode"]["support"] == "full") is captured["supports_check_mode"]
+    assert set(documentation["options"]) == set(spec)
+    for name, option in documentation["options"].items():
+        for key in ("type", "required", "default", "choices"):
+            assert option.get(key) == spec[name].get(key), (name, key)
     assert set(returned) == {"path", "staging", "passed", "msg", "reasons", "summary"}

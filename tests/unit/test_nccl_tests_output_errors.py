@@ -105,3 +105,15 @@ def test_broken_json(text, message):
 def test_neither_str_nor_bytes():
     with pytest.raises(NcclTestsParseError, match="must be str or bytes, not int"):
         parse(42)
+
+
+def test_a_failure_line_without_its_host_still_counts():
+    """A launcher or a cut line can leave "Test NCCL failure" without the host name before it."""
+    text = (SAMPLES / "h200-2host-bad-socket-ifname.txt").read_text()
+    text = text.replace("node0: Test NCCL failure", "Test NCCL failure").replace(".. node0 pid 2841: Test failure",
+                                                                                 "Test failure")
+    errors = parse(text)[0]["errors"]
+    assert errors[:2] == ["Test NCCL failure common.cu:1550 'invalid usage (run with NCCL_DEBUG=WARN for details) / '",
+                          "Test failure common.cu:1454"]
+    with pytest.raises(NcclTestsParseError, match="the input does show these failures: Test NCCL failure common.cu:1"):
+        parse("Test NCCL failure common.cu:1 'unhandled system error'\n")

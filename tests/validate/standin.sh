@@ -4,12 +4,16 @@
 # its files from the folder of the benchmark it was asked to start; started by a real mpirun it plays
 # the multi-node benchmark, printed by rank 0 only as nccl-tests does. Files in that folder:
 # <kind>.txt (printed), <kind>.json (copied to -J), <kind>.rc (exit code), <kind>.hang (hang after
-# printing).
+# printing). As ncclkit-mpirun it also logs "remote ranks see: NAME=value ..." for each -x NAME:
+# all that a rank on another host gets of the launching task's environment.
 here=$(cd "$(dirname "$0")" && pwd)
 kind=single
 if [ "$(basename "$0")" = ncclkit-mpirun ]; then
   kind=multi
   for arg; do case "$arg" in */all_reduce_perf) here=$(dirname "$arg") ;; esac; done
+  seen="" previous=""
+  for arg; do [ "$previous" = -x ] && seen="$seen $arg=$(printenv "$arg")"; previous=$arg; done
+  echo "remote ranks see:$seen" >> "${STANDIN_LOG:-/tmp/ncclkit-standin.log}"
 elif [ -n "${OMPI_COMM_WORLD_RANK:-}" ]; then  # a rank under a real mpirun: rank 0 speaks for all
   kind=multi
   [ "$OMPI_COMM_WORLD_RANK" = 0 ] || exit 0

@@ -44,6 +44,8 @@ MODES = {
     # node2 alone dies (no socket interface); across nodes each rank runs alone: no MPI=1.
     "broken": {"single.txt": ONE_GPU.read_bytes(), "multi.txt": ONE_GPU.read_bytes() * 2},
 }
+# node1 alone is killed (KILL, as by the OOM killer) at once in "broken": not a hang.
+NODE1 = {"broken": {"single.rc": b"137\n"}}
 NODE2 = {"slow": {"single.txt": DEBUG_INFO_HEAD, "single.hang": b""},
          "broken": {"single.txt": BAD_IFNAME.read_bytes(), "single.rc": b"3\n"}}
 STANDIN_LOG = "/tmp/ncclkit-standin.log"
@@ -55,7 +57,7 @@ def lab(tmp_path_factory):
     lab = Lab(INDEX)
     lab.down()
     assert lab.up(nodes=2, inventory_path=inventory) is True
-    install_standins(lab, "node1", MODES)
+    install_standins(lab, "node1", {mode: {**files, **NODE1.get(mode, {})} for mode, files in MODES.items()})
     install_standins(lab, "node2", {mode: {**files, **NODE2.get(mode, {})} for mode, files in MODES.items()})
     yield lab
     lab.down()
@@ -132,7 +134,8 @@ def test_a_healthy_cluster_passes_with_fetched_outputs_and_a_report(lab, tmp_pat
     before = run_in(lab, "node1", f"cat {STANDIN_LOG} 2>/dev/null || true")
     scratch = "ls -d /tmp/ncclkit-validate-* 2>/dev/null || true"
     scratch_before = run_in(lab, "node1", scratch)
-    done, folder = validate(lab, tmp_path, contract_facts("pass", nccl_validate_min_busbw_gbps=2.5))
+    done, folder = validate(lab, tmp_path, contract_facts("pass", nccl_validate_min_busbw_gbps=2.5,
+                                                          nccl_validate_env={"NCCL_ALGO": "Ring"}))
     assert done.returncode == 0, done.stdout[-3000:]
     assert "nccl_validate PASSED: 3 run(s), 3 passed" in done.stdout
     assert "changed=0" in done.stdout.split("PLAY RECAP")[1]
@@ -142,7 +145,8 @@ def test_a_healthy_cluster_passes_with_fetched_outputs_and_a_report(lab, tmp_pat
     assert list(runs) == ["single-node on node1", "single-node on node2", "multi-node across node1, node2"]
     multi = runs["multi-node across node1, node2"]
     assert multi["perf"]["ranks"] == 2 and multi["perf"]["largest_size_busbw_gbps"] == 2.99
-    assert multi["expected_ranks"] == 2 and multi["command"][:3] == ["/opt/ncclkit/bin/ncclkit-mpirun", "-x", "NCCL_DEBUG"]
+    assert multi["expected_ranks"] == 2 and multi["command"][:5] == ["/opt/ncclkit/bin/ncclkit-mpirun", "-x", "NCCL_DEBUG",
+                                                                      "-x", "NCCL_ALGO"]
     # Raw outputs fetched byte for byte, the -J JSON where the stand-in wrote one.
     assert (folder / "raw/node1/multi.txt").read_bytes() == TWO_HOSTS.read_bytes()
     assert (folder / "raw/node2/single.txt").read_bytes() == ONE_GPU.read_bytes()
@@ -151,9 +155,11 @@ def test_a_healthy_cluster_passes_with_fetched_outputs_and_a_report(lab, tmp_pat
                                                             "raw/node2/single.txt"]
     # What the launcher and the benchmark were given: one rank per GPU, -J, the profile, INFO logs.
     calls = run_in(lab, "node1", f"cat {STANDIN_LOG}")[len(before):].splitlines()
-    single, multi_call = calls
+    single, remote, multi_call = calls
+    # nccl_validate_env reaches the ranks on the other hosts too: the launcher forwards it.
+    assert remote == "remote ranks see: NCCL_DEBUG=INFO NCCL_ALGO=Ring"
     assert single.startswith("single NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth1 -b 8 -e 1G -f 2 -g 1 -n 20 -w 5 -c 1 -J /tmp/")
-    assert multi_call.startswith("multi NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth1 -x NCCL_DEBUG "
+    assert multi_call.startswith("multi NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth1 -x NCCL_DEBUG -x NCCL_ALGO "
                                  "/opt/standin/pass/all_reduce_perf -b 8 -e 1G -f 2 -g 1 ")
     assert " -J /tmp/" in multi_call
     # The scratch folders are gone from the hosts.
@@ -195,8 +201,10 @@ def test_a_hang_and_low_busbw_fail_with_the_cause_and_the_numbers(lab, tmp_path)
 
 
 def test_a_dead_run_and_a_binary_without_mpi_fail_with_their_failures(lab, tmp_path):
-    facts = contract_facts("broken")
-    facts["ncclkit_nccl_tests"]["version"] = ""  # unknown: asked with -h
+    # The nccl_tests role's build predates -J, but the binary run is the one nccl_validate_bin_dir
+    # names: its version is unknown, so it is asked with -h.
+    facts = contract_facts("broken", nccl_validate_bin_dir="/opt/standin/broken")
+    facts["ncclkit_nccl_tests"]["version"] = "2.16.9"
     done, folder = validate(lab, tmp_path, facts)
     assert done.returncode != 0
     tail = failure_tail(done)
@@ -205,6 +213,10 @@ def test_a_dead_run_and_a_binary_without_mpi_fail_with_their_failures(lab, tmp_p
     assert "multi-node across node1, node2: 1 ranks on 1 host(s) (vm), expected_ranks is 2" in tail
     assert "built without MPI=1" in tail
     runs = runs_by_title(report_of(folder))
+    killed = runs["single-node on node1"]
+    assert killed["rc"] == 137 and killed["timed_out"] is False and not killed["passed"]
+    assert killed["reasons"][0].startswith("single-node on node1: all_reduce_perf was killed by signal 9 after ")
+    assert "before the 300 s timeout: out of memory?" in killed["reasons"][0] and "hung" not in tail
     single = runs["single-node on node2"]
     assert single["rc"] == 3 and single["perf"]["complete"] is False
     assert {finding["code"] for finding in single["diagnosis"]["findings"]} >= {"no_socket_interface",
