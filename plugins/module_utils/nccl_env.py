@@ -8,7 +8,7 @@ Layers, later ones win: what the facts give (NICs, RDMA, debug and PyTorch setti
 then `ncclkit_cloud_nccl_env` and `ncclkit_nccl_tuning` (hooks a play may set; no ncclkit role
 fills them yet), the user's `nccl_profile_tuning`, and last the user's `nccl_profile_extra_env`.
 Tuning variables never come from a default: the article's "cloud-optimal" values measured
-30% slower than NCCL's own choice on our two-node socket test.
+30% slower than NCCL's own choice on two simulated nodes over sockets (one H200).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ built in <parent>/.<name>.partial/ and renamed into place in one step once compl
 
 A run record (one per benchmark launch, made by the role) holds: name ("single" or "multi"),
 host (where it was launched), hosts (the hosts it spans), command (argv), ran (false when it could
-not be started, with not_run_reason), rc, timed_out, timeout_s, duration_s, expected_ranks,
+not be started, with not_run_reason), rc, timeout_s, duration_s, expected_ranks,
 min_busbw_gbps, perf (the nccl_perf facts, or None), perf_error (why the output could not be
 read), diagnosis (nccl_diagnose's findings and hosts, or None), stderr_tail and raw (paths).
 """
@@ -39,9 +39,8 @@ _STAGING_NAME = re.compile(r"^\.\d{8}T\d{6}Z(-\d+)?\.partial$")
 # An "env" list in JSON text, closed or cut off at the end of the file.
 _ENV_LIST = re.compile(r'"env"\s*:\s*\[(?:[^\]"]|"(?:[^"\\]|\\.)*"?)*\]?', re.S)
 
-# Exit codes of coreutils timeout: the command ran too long (TERM, then KILL after the grace).
-# 137 is also any other KILL (the kernel's OOM killer): only a run that lasted the timeout hung.
-TIMEOUT_RCS = (124, 137)
+# Exit codes of coreutils timeout: the command ran too long (TERM), or still ran after the grace (KILL).
+TIMEOUT_RC = 124
 KILLED_RC = 137
 
 
@@ -93,15 +92,13 @@ def run_verdict(run):
 
 
 def timed_out(run):
-    """Whether the timeout stopped the run: the role records it; otherwise rc and duration tell."""
-    if run.get("timed_out") is not None:
-        return bool(run["timed_out"])
+    """Whether the timeout stopped the run: 124 is timeout's own code; 137 is any KILL (the OOM
+    killer's too), the timeout's only when the run lasted timeout_s."""
+    if run.get("rc") == TIMEOUT_RC:
+        return True
     duration, limit = run.get("duration_s"), run.get("timeout_s")
-    if run.get("rc") not in TIMEOUT_RCS:
-        return False
-    if isinstance(duration, (int, float)) and isinstance(limit, (int, float)):
-        return duration >= limit
-    return run.get("rc") == 124  # no duration: only timeout's own code says so
+    return (run.get("rc") == KILLED_RC and isinstance(duration, (int, float)) and isinstance(limit, (int, float))
+            and duration >= limit)
 
 
 def diagnosis_lines(diagnosis):
@@ -248,10 +245,10 @@ def _hosts_section(hosts):
             lines.append("| {0} | ? | ? | no data (failed or unreachable) |".format(_md(host)))
             continue
         tests = record.get("nccl_tests") or {}
-        version = ("given: " + str(record.get("bin_dir")) if record.get("bin_dir_given")
-                   else tests.get("version") or ("available" if tests.get("available")
-                                                 else "given: " + record["bin_dir"] if record.get("bin_dir")
-                                                 else "not available"))
+        if record.get("bin_dir_given"):
+            version = "given: " + str(record.get("bin_dir"))
+        else:
+            version = tests.get("version") or ("available" if tests.get("available") else "not available")
         gpus = record.get("gpus") or 0
         names = ", ".join(sorted(set(record.get("gpu_names") or [])))
         check = "run" if gpus else "skipped: " + (record.get("skip_reason") or "no GPU")

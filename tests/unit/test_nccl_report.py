@@ -85,9 +85,8 @@ def test_a_kill_before_the_timeout_is_not_a_hang():
                                  "3.0 s, before the 300 s timeout: out of memory? (see dmesg on the host; lower "
                                  "nccl_validate_max_bytes)"]
     assert report["runs"][0]["timed_out"] is False
-    recorded = report_of(run(rc=137, timeout_s=300, duration_s=3.0, timed_out=False))
-    assert "killed by signal 9" in recorded["reasons"][0] and recorded["runs"][0]["timed_out"] is False
-    assert report_of(run(rc=137, timed_out=True))["runs"][0]["timed_out"] is True  # the role's word counts
+    assert report_of(run(rc=137, duration_s=None))["runs"][0]["timed_out"] is False
+    assert report_of(run(rc=124))["runs"][0]["timed_out"] is True  # timeout's own code, whatever the duration
 
 
 def test_no_result_says_why_with_the_end_of_stderr():
@@ -262,7 +261,7 @@ def test_raw_json_in_the_report_keeps_only_allowed_environment(tmp_path):
 
 
 def test_hosts_table_names_a_build_given_by_folder():
-    given = dict(HOST, nccl_tests={"available": False, "version": ""}, bin_dir="/opt/build/bin")
+    given = dict(HOST, nccl_tests={"available": False, "version": ""}, bin_dir="/opt/build/bin", bin_dir_given=True)
     missing = dict(HOST, nccl_tests={"available": False, "version": ""}, bin_dir="")
     text = nccl_report.render_markdown(report_of(run(), hosts={"node1": given, "node2": missing}))
     assert "| node1 | 1 (NVIDIA H200) | given: /opt/build/bin | run |" in text
