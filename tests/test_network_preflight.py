@@ -88,14 +88,22 @@ def test_sshd_listening_inside_the_range_is_refused_though_the_controller_dials_
     nat = {"SSH_CONNECTION": "203.0.113.5 51234 10.0.0.11 40022"}
     done = run(tmp_path, {"node1": host(1)}, "--limit", "node1", env_extra=nat,
                variables={"nccl_network_sources": ["198.19.0.0/24"]})
-    assert done.returncode != 0 and "SSH port 22 or 40022" in done.stdout and "among NCCL's ports" in done.stdout
+    assert done.returncode != 0 and "SSH port 40022 (sshd's port" in done.stdout and "among NCCL's ports" in done.stdout
     outside = {"SSH_CONNECTION": "203.0.113.5 51234 10.0.0.11 2222"}
     done = run(tmp_path, {"node1": host(1)}, "--limit", "node1", env_extra=outside,
                variables={"nccl_network_sources": ["198.19.0.0/24"]})
     assert done.returncode == 0, done.stdout[-2000:]
 
 
-def test_the_port_the_controller_dials_is_checked_too(tmp_path):
+def test_the_port_the_controller_dials_is_checked_without_ssh_connection(tmp_path):
     done = run(tmp_path, {"node1": {**host(1), "ansible_port": 29500}}, "--limit", "node1",
                variables={"nccl_network_sources": ["198.19.0.0/24"]})
-    assert done.returncode != 0 and "SSH port 29500 (ansible_port" in done.stdout
+    assert done.returncode != 0 and "SSH port 29500 (sshd's port" in done.stdout
+
+
+def test_a_gateway_port_inside_the_range_is_not_the_hosts_own(tmp_path):
+    # AutoDL: the controller dials the gateway's port 41022, which forwards to sshd on 22.
+    gateway = {"SSH_CONNECTION": "203.0.113.5 51234 10.0.0.11 22"}
+    done = run(tmp_path, {"node1": {**host(1), "ansible_port": 41022}}, "--limit", "node1",
+               env_extra=gateway, variables={"nccl_network_sources": ["198.19.0.0/24"]})
+    assert done.returncode == 0, done.stdout[-2000:]

@@ -164,6 +164,8 @@ def build_report(data, created=None):
         "runs": runs,
         "network": network,
         "network_passed": network_ok if network else None,
+        "adaptations": {host: list(lines) for host, lines in sorted((data.get("adaptations") or {}).items())
+                        if lines},
         "settings": data.get("settings") or {},
     }
 
@@ -184,6 +186,7 @@ def unrecorded_runs(plan, runs, missing):
 
 # What each key of the data must be, and what it holds.
 _DATA_TYPES = {"hosts": (dict, dict), "runs": (list, dict), "network": (dict, dict), "notes": (list, str),
+               "adaptations": (dict, list),
                "settings": (dict, None), "plan": (dict, None)}
 
 
@@ -228,6 +231,10 @@ def render_markdown(report):
                                            else "  - " + _md(line.strip()) for line in report["reasons"]] + [""]
     if report["notes"]:
         lines += ["## Notes", ""] + ["- " + _md(note) for note in report["notes"]] + [""]
+    if report.get("adaptations"):
+        lines += ["## Adapted to the hosts", ""] + ["- {0}: {1}".format(_md(host), _md(line))
+                                                    for host, host_lines in report["adaptations"].items()
+                                                    for line in host_lines] + [""]
     lines += _hosts_section(report["hosts"])
     for run in report["runs"]:
         lines += _run_section(run)

@@ -25,6 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.add_argument("--outsider", action="store_true",
                     help="add a host outside the cluster on the private network")
     up.add_argument("--mtu", type=int, default=1500, help="MTU of eth1 (default: 1500)")
+    up.add_argument("--profile", choices=("default", "autodl"), default="default",
+                    help="default: cloud VMs; autodl: AutoDL-like containers behind one SSH "
+                         "gateway address (PID 1 not systemd, read-only /proc/sys, no "
+                         "CAP_NET_ADMIN, 64 MiB /dev/shm)")
     up.add_argument("--inventory", metavar="PATH",
                     help="where to write the inventory (default: inventories/lab/hosts.yml "
                          "in the checkout holding the current directory)")
@@ -75,7 +79,7 @@ def _up(args: argparse.Namespace) -> int:
     lab = _lab(args)
     started = time.monotonic()
     built = lab.up(nodes=args.nodes, outsider=args.outsider, mtu=args.mtu,
-                   inventory_path=args.inventory)
+                   inventory_path=args.inventory, profile=args.profile)
     status = lab.status()
     what = _members_text(status)
     if built:
@@ -121,6 +125,8 @@ def format_status(status: dict) -> str:
             f"  public  (eth0) {status['public_subnet']} on {status['public_bridge']}, "
             f"controller {status['controller_ip']}",
             f"  private (eth1) {status['private_subnet']} on {status['private_bridge']}",
+            *([f"  profile {status['profile']}: SSH through the gateway {status['gateway']}"]
+              if status.get("gateway") else []),
             f"  inventory {status['inventory']}"
             f"{'' if status['inventory_exists'] else ' (missing)'}",
             f"  ssh key {status['ssh_key']}",

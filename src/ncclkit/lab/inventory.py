@@ -35,12 +35,17 @@ def default_path(start: Path | None = None) -> Path:
 def render(plan: LabPlan, state: StateDir) -> str:
     hosts = {node.name: {"ansible_host": node.public_ip, "ncclkit_lab_private_ip": node.private_ip}
              for node in plan.nodes}
+    if plan.gateway:   # as inventories/autodl: one gateway address, a port per instance
+        hosts = {node.name: {"ansible_host": plan.gateway_ip, "ansible_port": plan.gateway_port(node),
+                             "ncclkit_lab_private_ip": node.private_ip} for node in plan.nodes}
     group_vars = {
         "ansible_user": "root",
         "ansible_ssh_private_key_file": str(state.ssh_key),
         "ansible_ssh_common_args": shlex.join(sshd.ssh_options(state)),
         "ansible_python_interpreter": "/usr/bin/python3",
     }
+    if plan.gateway:
+        group_vars["ncclkit_cloud"] = "autodl"
     body = yaml.safe_dump({"cluster": {"hosts": hosts, "vars": group_vars}},
                           sort_keys=False, default_flow_style=False, width=1000)
     return _HEADER.format(index=plan.index) + "---\n" + body

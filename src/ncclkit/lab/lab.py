@@ -65,17 +65,18 @@ class Lab:
 
     # ---- up / down ----------------------------------------------------------------------
     def up(self, nodes: int = 2, outsider: bool = False, mtu: int = 1500,
-           inventory_path: str | os.PathLike | None = None) -> bool:
+           inventory_path: str | os.PathLike | None = None, profile: str = "default") -> bool:
         """Bring the lab up with `nodes` nodes (plus the outsider), eth1 MTU `mtu`, and write the
         inventory (default: inventories/lab/hosts.yml in the checkout holding the cwd).
 
         Returns True when it built the lab, False when an identical healthy lab was already up
-        (then it only rewrites a missing or moved inventory). A lab that is up with other
+        (then it only rewrites a missing or moved inventory). `profile` "autodl" makes nodes
+        like AutoDL's containers, reached through one SSH gateway address (docs/lab.md). A lab that is up with other
         settings, or unhealthy, is an error: run `down` first. A failure half-way removes
         everything this call made before raising.
         """
         tools = preflight.require(preflight.UP_TOOLS)
-        plan = LabPlan(self.index, nodes, outsider, mtu)
+        plan = LabPlan(self.index, nodes, outsider, mtu, profile)
         inventory_path = (Path(inventory_path).absolute() if inventory_path
                           else inventory.default_path())
         with self.state_dir.locked():
@@ -140,6 +141,8 @@ class Lab:
             "problems": problems,
             "node_count": plan.node_count,
             "mtu": plan.mtu,
+            "profile": plan.profile,
+            "gateway": f"{plan.gateway_ip} ({plan.gateway_netns})" if plan.gateway else None,
             "inventory": str(inventory_path),
             "inventory_exists": inventory.written_by_lab(inventory_path) == self.index,
             "state_dir": str(self.state_dir.path),
@@ -182,7 +185,9 @@ class Lab:
         if isinstance(argv, str):
             argv = ["sh", "-c", argv]
         pid = self.node(node_name).pid
-        return ["nsenter", "-t", str(pid), "-n", "-u", "-m", "--wd=/", "--", *argv]
+        # A container node's holder is PID 1 of its own PID namespace: enter that one too.
+        pid_ns = ["-p"] if netns.process_pid_namespace(pid) != netns.process_pid_namespace(os.getpid()) else []
+        return ["nsenter", "-t", str(pid), "-n", "-u", "-m", *pid_ns, "--wd=/", "--", *argv]
 
     def exec(self, node_name: str | int, argv: Sequence[str] | str,
              **subprocess_kwargs) -> subprocess.CompletedProcess:
@@ -213,7 +218,8 @@ class Lab:
     def _build(self, plan: LabPlan, inventory_path: Path, tools: dict[str, str]) -> None:
         state = {
             "index": plan.index, "status": "starting", "node_count": plan.node_count,
-            "outsider": plan.outsider, "mtu": plan.mtu, "inventory": str(inventory_path),
+            "outsider": plan.outsider, "mtu": plan.mtu, "profile": plan.profile,
+            "inventory": str(inventory_path),
             "sshd": os.path.realpath(tools["sshd"]),
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "members": [asdict(member) | {"pid": None} for member in plan.members],
@@ -235,6 +241,8 @@ class Lab:
             member["pid"] = pids[member["name"]]
         self.state_dir.write(state)
         node.wait_ready(self.state_dir, plan, pids, state["sshd"])
+        if plan.gateway:
+            node.wait_gateway(plan)
         inventory.write(inventory_path, plan, self.state_dir)
         self.state_dir.write(state | {"status": "up"})
 
@@ -304,9 +312,11 @@ def _member_plan(member: dict) -> MemberPlan:
 
 
 def _plan_of(state: dict) -> LabPlan:
-    return LabPlan(state["index"], state["node_count"], state["outsider"], state["mtu"])
+    return LabPlan(state["index"], state["node_count"], state["outsider"], state["mtu"],
+                   state.get("profile", "default"))
 
 
 def _describe(plan: LabPlan) -> str:
     return (f"{plan.node_count} node{'s' if plan.node_count != 1 else ''}"
-            f"{' + outsider' if plan.outsider else ''}, MTU {plan.mtu}")
+            f"{' + outsider' if plan.outsider else ''}, MTU {plan.mtu}"
+            f"{', profile ' + plan.profile if plan.profile != 'default' else ''}")

@@ -65,8 +65,41 @@ def host_batch(plan: LabPlan) -> list[str]:
             f"netns {member.netns}",
             f"link set {member.private_link} addrgenmode none master {priv} up",
         ]
+    if plan.gateway:
+        # Not isolated: the gateway reaches every node's eth0, as AutoDL's SSH gateway does.
+        lines += [f"netns add {plan.gateway_netns}",
+                  f"link add {plan.gateway_link} type veth peer name eth0 netns {plan.gateway_netns}",
+                  f"link set {plan.gateway_link} addrgenmode none master {pub} up"]
     lines += [f"link set {pub} up", f"link set {priv} up"]
     return lines
+
+
+def gateway_batch(plan: LabPlan) -> list[str]:
+    return ["link set lo up", "link set eth0 addrgenmode none",
+            f"addr add {plan.gateway_ip}/24 dev eth0", "link set eth0 up"]
+
+
+def gateway_ruleset(plan: LabPlan) -> str:
+    """DNAT of each node's gateway port to its sshd, and masquerade so that the node answers the
+    gateway (which un-NATs the reply), in the gateway's namespace only: the host's own firewall
+    is never touched."""
+    forwards = "\n".join(f"    tcp dport {plan.gateway_port(node)} dnat to {node.public_ip}:22"
+                         for node in plan.nodes)
+    return ("table ip ncclkit_lab_gateway {\n"
+            "  chain prerouting {\n    type nat hook prerouting priority dstnat; policy accept;\n"
+            f"{forwards}\n  }}\n"
+            "  chain postrouting {\n    type nat hook postrouting priority srcnat; policy accept;\n"
+            "    oifname \"eth0\" masquerade\n  }\n}\n")
+
+
+def start_gateway(plan: LabPlan) -> None:
+    run_batch(gateway_batch(plan), plan.gateway_netns)
+    setup = ("echo 1 > /proc/sys/net/ipv4/ip_forward && nft -f -")
+    result = subprocess.run(["ip", "netns", "exec", plan.gateway_netns, "sh", "-c", setup],
+                            input=gateway_ruleset(plan), capture_output=True, text=True)
+    if result.returncode != 0:
+        raise LabError(f"setting up the SSH gateway in {plan.gateway_netns} failed: "
+                       f"{_first_line(result.stderr)}")
 
 
 def inside_batch(plan: LabPlan, member: MemberPlan) -> list[str]:
@@ -81,6 +114,8 @@ def inside_batch(plan: LabPlan, member: MemberPlan) -> list[str]:
             "link set eth0 up",
             f"route add {plan.controller_ip} dev eth0 scope link",
         ]
+        if plan.gateway:   # SSH arrives from the gateway, which must get its answers
+            lines.append(f"route add {plan.gateway_ip} dev eth0 scope link")
     lines += [
         "link set eth1 addrgenmode none",
         f"addr add {member.private_ip}/24 dev eth1",
@@ -111,6 +146,8 @@ def create(plan: LabPlan) -> None:
             failures.append(f"{member.netns}: {_first_line(stderr)}")
     if failures:
         raise LabError(f"configuring the network inside the namespaces failed: {failures[0]}")
+    if plan.gateway:
+        start_gateway(plan)
 
 
 def lab_namespaces(index: int) -> list[str]:
@@ -137,6 +174,14 @@ def process_namespace_id(pid: int) -> tuple[int, int] | None:
         info = os.stat(f"/proc/{pid}/ns/net")
     except OSError:
         return None   # gone, or a zombie (which has left its namespaces)
+    return info.st_dev, info.st_ino
+
+
+def process_pid_namespace(pid: int) -> tuple[int, int] | None:
+    try:
+        info = os.stat(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
     return info.st_dev, info.st_ino
 
 

@@ -33,23 +33,51 @@ def holder_argv(state: StateDir, member: MemberPlan, sshd: str) -> list[str]:
     return [sshd, "-D", "-e", "-f", str(state.sshd_config)]
 
 
-def launch_line(state: StateDir, member: MemberPlan, sshd: str) -> str:
-    setup = rootfs.setup_script(state, member, holder_argv(state, member, sshd))
-    argv = ["setsid", "ip", "netns", "exec", member.netns,
-            "unshare", "--uts", "--mount", "--propagation", "private", "--", "sh", "-c", setup]
+def in_container(plan: LabPlan, member: MemberPlan) -> bool:
+    return plan.profile == "autodl" and not member.is_outsider
+
+
+def launch_line(state: StateDir, plan: LabPlan, member: MemberPlan, sshd: str) -> str:
+    holder = holder_argv(state, member, sshd)
+    unshare = ["unshare", "--uts", "--mount", "--propagation", "private"]
+    if in_container(plan, member):
+        # AutoDL-like: sshd is PID 1 of its own PID namespace, and it and everything it starts
+        # lack CAP_NET_ADMIN (gone from the bounding set, so no exec can regain it).
+        unshare += ["--pid", "--fork", "--mount-proc"]
+        holder = ["setpriv", "--bounding-set", "-net_admin", "--inh-caps", "-net_admin", "--", *holder]
+    setup = rootfs.setup_script(state, plan, member, holder)
+    argv = ["setsid", "ip", "netns", "exec", member.netns, *unshare, "--", "sh", "-c", setup]
     log = shlex.quote(str(state.log_file(member.name)))
     return f"{shlex.join(argv)} </dev/null >>{log} 2>&1 & echo $!"
 
 
 def start_holders(state: StateDir, plan: LabPlan, sshd: str) -> dict[str, int]:
     """Start every member's holder; returns name -> pid (not yet ready)."""
-    script = "\n".join(launch_line(state, member, sshd) for member in plan.members)
+    script = "\n".join(launch_line(state, plan, member, sshd) for member in plan.members)
     result = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
                             env=HOLDER_ENV, cwd="/")
     pids = result.stdout.split()
     if result.returncode != 0 or len(pids) != len(plan.members):
         raise LabError(f"starting the nodes failed: {result.stderr.strip() or result.stdout}")
-    return {member.name: int(pid) for member, pid in zip(plan.members, pids)}
+    started = {member.name: int(pid) for member, pid in zip(plan.members, pids)}
+    for member in plan.members:
+        if in_container(plan, member):   # unshare --fork: the holder is its child, PID 1 inside
+            started[member.name] = forked_child(started[member.name], state, member.name)
+    return started
+
+
+def forked_child(pid: int, state: StateDir, name: str) -> int:
+    deadline = time.monotonic() + READY_WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as stream:
+                children = stream.read().split()
+        except OSError:
+            raise LabError(f"{name} did not start: {log_tail(state, name)}") from None
+        if children:
+            return int(children[0])
+        time.sleep(0.01)
+    raise LabError(f"{name} did not start within {READY_WAIT_S} s: {log_tail(state, name)}")
 
 
 def is_running(pid: int) -> bool:
@@ -81,9 +109,9 @@ def holder_problem(member: MemberPlan, pid: int, sshd: str) -> str | None:
     return None
 
 
-def ssh_port_open(ip: str, timeout: float = 0.3) -> bool:
+def ssh_port_open(ip: str, timeout: float = 0.3, port: int = 22) -> bool:
     try:
-        with socket.create_connection((ip, 22), timeout=timeout):
+        with socket.create_connection((ip, port), timeout=timeout):
             return True
     except OSError:
         return False
@@ -112,6 +140,20 @@ def wait_ready(state: StateDir, plan: LabPlan, pids: dict[str, int], sshd: str) 
                 raise LabError(f"{names} not ready after {READY_WAIT_S} s: "
                                f"{log_tail(state, pending[0].name)}")
             time.sleep(0.02)
+
+
+def wait_gateway(plan: LabPlan) -> None:
+    """Every node answers through its port of the SSH gateway."""
+    deadline = time.monotonic() + READY_WAIT_S
+    pending = list(plan.nodes)
+    while pending:
+        pending = [member for member in pending
+                   if not ssh_port_open(plan.gateway_ip, port=plan.gateway_port(member))]
+        if pending and time.monotonic() > deadline:
+            raise LabError(f"the SSH gateway {plan.gateway_ip} does not forward port "
+                           f"{plan.gateway_port(pending[0])} to {pending[0].name}")
+        if pending:
+            time.sleep(0.05)
 
 
 def log_tail(state: StateDir, name: str) -> str:

@@ -22,6 +22,14 @@ MAX_NODES = OUTSIDER_HOST - FIRST_HOST - 1
 OUTSIDER = "outsider"
 MIN_MTU, MAX_MTU = 576, 65535
 IFNAMSIZ = 15            # the kernel's limit on link names
+# default: cloud VMs. autodl: containers behind one SSH gateway (docs/lab.md).
+PROFILES = ("default", "autodl")
+GATEWAY_HOST = 2         # the autodl gateway is 198.18.K.2 on the public bridge
+# Inside NCCL's default port range on purpose, as AutoDL's are: the port the controller dials is
+# the gateway's, not the host's, and must not trip the firewall's SSH guard.
+GATEWAY_FIRST_PORT = 41000
+# AutoDL's containers: /dev/shm as small as Docker's default.
+AUTODL_SHM_MIB = 64
 
 
 @dataclass(frozen=True)
@@ -48,9 +56,12 @@ class LabPlan:
     node_count: int = 2
     outsider: bool = False
     mtu: int = 1500
+    profile: str = "default"
 
     def __post_init__(self) -> None:
         check_index(self.index)
+        if self.profile not in PROFILES:
+            raise LabError(f"--profile must be one of {', '.join(PROFILES)}, not {self.profile!r}")
         if not 1 <= self.node_count <= MAX_NODES:
             raise LabError(f"--nodes must be between 1 and {MAX_NODES}, not {self.node_count}")
         if not MIN_MTU <= self.mtu <= MAX_MTU:
@@ -75,6 +86,27 @@ class LabPlan:
     @property
     def private_subnet(self) -> str:
         return f"198.19.{self.index}.0/24"
+
+    @property
+    def gateway(self) -> bool:
+        """Whether SSH reaches the nodes through one gateway address (the autodl profile)."""
+        return self.profile == "autodl"
+
+    @property
+    def gateway_netns(self) -> str:
+        return f"ncclkit{self.index}-gateway"
+
+    @property
+    def gateway_link(self) -> str:
+        return f"nk{self.index}gw"
+
+    @property
+    def gateway_ip(self) -> str:
+        return f"198.18.{self.index}.{GATEWAY_HOST}"
+
+    def gateway_port(self, member: MemberPlan) -> int:
+        """The gateway's port that forwards to `member`'s sshd."""
+        return GATEWAY_FIRST_PORT + int(member.name.removeprefix("node"))
 
     @property
     def nodes(self) -> tuple[MemberPlan, ...]:
@@ -127,8 +159,8 @@ def state_dir(index: int) -> Path:
 
 # Exact patterns: a prefix test would let lab 1 claim lab 10's objects.
 def is_lab_netns(index: int, name: str) -> bool:
-    return re.fullmatch(rf"ncclkit{index}-(node[1-9][0-9]*|{OUTSIDER})", name) is not None
+    return re.fullmatch(rf"ncclkit{index}-(node[1-9][0-9]*|{OUTSIDER}|gateway)", name) is not None
 
 
 def is_lab_link(index: int, name: str) -> bool:
-    return re.fullmatch(rf"nk{index}(pub|priv|qo|[pq][1-9][0-9]*)", name) is not None
+    return re.fullmatch(rf"nk{index}(pub|priv|qo|gw|[pq][1-9][0-9]*)", name) is not None

@@ -12,12 +12,18 @@ from __future__ import annotations
 import os
 import secrets
 import shlex
+import stat
 
-from ncclkit.lab.plan import LabPlan, MemberPlan
+from ncclkit.lab.plan import AUTODL_SHM_MIB, LabPlan, MemberPlan
 from ncclkit.lab.state import StateDir
 
 OVERLAID = ("/etc", "/opt", "/root", "/usr/local", "/var", "/tmp")
 PRIVATE_TMPFS = ("/dev/shm",)
+# The autodl profile: an image without systemd (/sbin/init whited out of /usr/sbin), AutoDL's data
+# disk, and where the lab's state dir is parked while /run is replaced by a private tmpfs.
+AUTODL_OVERLAID = ("/usr/sbin",)
+AUTODL_DATA_DIR = "root/autodl-tmp"
+STATE_PARKING = "/var/lib/ncclkit-lab-state"
 
 
 # No DNS in the lab: the node's own loopback refuses at once, where the host's nameserver
@@ -43,10 +49,14 @@ def hosts_file(plan: LabPlan, member: MemberPlan) -> str:
     return "\n".join(lines) + "\n"
 
 
+def overlaid(plan: LabPlan, member: MemberPlan) -> tuple[str, ...]:
+    return OVERLAID + (AUTODL_OVERLAID if plan.profile == "autodl" and not member.is_outsider else ())
+
+
 def prepare(state: StateDir, plan: LabPlan, member: MemberPlan) -> None:
     """Upper and work dirs for every overlay, and the node's own /etc files."""
     base = state.member_dir(member.name)
-    for path in OVERLAID:
+    for path in overlaid(plan, member):
         upper = base / "upper" / layer_name(path)
         (base / "work" / layer_name(path)).mkdir(parents=True)
         upper.mkdir(parents=True)
@@ -61,22 +71,46 @@ def prepare(state: StateDir, plan: LabPlan, member: MemberPlan) -> None:
     (etc / "resolv.conf").write_text(RESOLV_CONF)
     for name in ("hostname", "hosts", "machine-id", "resolv.conf"):
         os.chmod(etc / name, 0o644 if name != "machine-id" else 0o444)
+    if AUTODL_OVERLAID[0] in overlaid(plan, member):
+        # An overlay whiteout (a 0:0 character device): /sbin/init is gone, as in AutoDL's images.
+        os.mknod(base / "upper" / layer_name("/usr/sbin") / "init", 0o600 | stat.S_IFCHR, os.makedev(0, 0))
+        (base / "upper" / layer_name("/root") / AUTODL_DATA_DIR.split("/", 1)[1]).mkdir(mode=0o755)
 
 
-def setup_script(state: StateDir, member: MemberPlan, final_argv: list[str]) -> str:
-    """Shell run inside the node's fresh UTS and mount namespaces, ending in exec of its holder."""
+def setup_script(state: StateDir, plan: LabPlan, member: MemberPlan, final_argv: list[str]) -> str:
+    """Shell run inside the node's fresh namespaces, ending in exec of its holder."""
     base = state.member_dir(member.name)
+    container = plan.profile == "autodl" and not member.is_outsider
     steps = [
         "set -e",
         # Our copy of /run/netns would pin every namespace that exists now, other labs' too.
         "umount -l /run/netns 2>/dev/null || true",
     ]
-    for path in OVERLAID:
+    for path in overlaid(plan, member):
         layer = layer_name(path)
         options = f"lowerdir={path},upperdir={base}/upper/{layer},workdir={base}/work/{layer}"
         steps.append(f"mount -t overlay -o {shlex.quote(options)} ncclkit-{layer} {path}")
-    steps += [f"mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs {path}" for path in PRIVATE_TMPFS]
+    shm_size = f",size={AUTODL_SHM_MIB}m" if container else ""
+    steps += [f"mount -t tmpfs -o mode=1777,nosuid,nodev{shm_size} tmpfs {path}" for path in PRIVATE_TMPFS]
     steps.append(f"echo {shlex.quote(member.name)} > /proc/sys/kernel/hostname")
+    if container:
+        steps += container_steps(state)
     steps.append("cd /")
     steps.append("exec " + shlex.join(final_argv))
     return "\n".join(steps)
+
+
+def container_steps(state: StateDir) -> list[str]:
+    """What makes a node look like AutoDL's container from inside: a private /run (no
+    /run/systemd), and a read-only /proc/sys. The state dir (sshd's config and keys) is parked
+    while the tmpfs goes over /run, then moved back to where sshd_config names it."""
+    home = shlex.quote(str(state.path))
+    return [
+        f"mkdir -p {STATE_PARKING}",
+        f"mount --bind {home} {STATE_PARKING}",
+        "mount -t tmpfs -o mode=755,nosuid,nodev tmpfs /run",
+        f"mkdir -p {home} /run/sshd",
+        f"mount --move {STATE_PARKING} {home}",
+        "mount --bind /proc/sys /proc/sys",
+        "mount -o remount,bind,ro /proc/sys",
+    ]

@@ -62,8 +62,10 @@ def write_files(state: StateDir, plan: LabPlan) -> None:
     write_atomically(state.sshd_config, sshd_config(state), mode=0o600)
     write_atomically(state.authorized_keys, state.ssh_public_key.read_text(), mode=0o600)
     host_key = " ".join(state.host_key.with_suffix(".pub").read_text().split()[:2])
-    write_atomically(state.known_hosts, "".join(
-        f"{node.name},{node.public_ip} {host_key}\n" for node in plan.nodes), mode=0o644)
+    lines = [f"{node.name},{node.public_ip} {host_key}\n" for node in plan.nodes]
+    if plan.gateway:   # ssh names a host on a port other than 22 as [address]:port
+        lines += [f"[{plan.gateway_ip}]:{plan.gateway_port(node)} {host_key}\n" for node in plan.nodes]
+    write_atomically(state.known_hosts, "".join(lines), mode=0o644)
 
 
 def check_config(state: StateDir, sshd: str) -> None:
