@@ -29,7 +29,8 @@ def reachability_hosts(hostvars, hosts):
             for addr in nic.get("ipv4", [])
         ]
         found.append({"name": name, "address": facts.get("ncclkit_cluster_ip"), "ifname": ifname,
-                      "mtu": own.get("mtu"), "alternates": alternates})
+                      # A cloud role that changed the MTU after nccl_preflight says so in ncclkit_cluster_mtu.
+                      "mtu": facts.get("ncclkit_cluster_mtu") or own.get("mtu"), "alternates": alternates})
     return found
 
 

@@ -19,6 +19,7 @@ RTM_NEWLINK, RTM_NEWADDR, RTM_NEWROUTE = 16, 20, 24
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 IFLA_IFNAME, IFLA_MTU = 3, 4
+IFLA_MIN_MTU, IFLA_MAX_MTU = 50, 51   # Linux 4.10 and later
 IFA_ADDRESS, IFA_LOCAL = 1, 2
 RTA_DST, RTA_OIF = 1, 4
 RT_TABLE_MAIN = 254
@@ -83,7 +84,9 @@ def _links(sock: socket.socket) -> dict[int, dict]:
         attrs = _attributes(payload, _IFINFOMSG.size)
         name = attrs.get(IFLA_IFNAME, b"").split(b"\0", 1)[0].decode(errors="replace")
         mtu = struct.unpack("=I", attrs[IFLA_MTU])[0] if len(attrs.get(IFLA_MTU, b"")) == 4 else 0
-        links[index] = {"name": name, "ipv4": [], "mtu": mtu, "up": bool(flags & IFF_UP),
+        # 0 where the kernel does not say (older kernels, or no limit reported).
+        max_mtu = struct.unpack("=I", attrs[IFLA_MAX_MTU])[0] if len(attrs.get(IFLA_MAX_MTU, b"")) == 4 else 0
+        links[index] = {"name": name, "ipv4": [], "mtu": mtu, "max_mtu": max_mtu, "up": bool(flags & IFF_UP),
                         "loopback": bool(flags & IFF_LOOPBACK), "default_route": False}
     return links
 

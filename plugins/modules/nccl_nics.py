@@ -8,7 +8,8 @@ module: nccl_nics
 short_description: Read the host's NICs, IPv4 addresses, MTUs and default route
 description:
   - Asks the kernel over rtnetlink for every interface of the host's network namespace, its IPv4
-    addresses with their prefix lengths, its MTU and flags, and which interface holds the IPv4
+    addresses with their prefix lengths, its MTU, the largest MTU the driver takes (C(max_mtu), 0 where
+    the kernel does not say) and flags, and which interface holds the IPv4
     default route of the main table.
   - Needs no iproute2, which many GPU container images (AutoDL's among them) lack.
   - Only reads; it changes nothing on the host.
@@ -33,7 +34,7 @@ nics:
   type: list
   elements: dict
   sample:
-    - {name: eth1, ipv4: [{address: 10.0.0.11, prefix: 24}], mtu: 9000, up: true, loopback: false, default_route: false}
+    - {name: eth1, ipv4: [{address: 10.0.0.11, prefix: 24}], mtu: 9000, max_mtu: 9216, up: true, loopback: false, default_route: false}
 """
 
 from ansible.module_utils.basic import AnsibleModule

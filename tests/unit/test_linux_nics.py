@@ -20,7 +20,7 @@ needs_ip = pytest.mark.skipif(not shutil.which("ip"), reason="iproute2 is the re
 def nics_from_iproute2(netns: list[str] | None = None) -> list[dict]:
     """What `ip -json` says, in the shape of read_nics()."""
     prefix = netns or []
-    links = json.loads(subprocess.run(prefix + ["ip", "-json", "-4", "address", "show"],
+    links = json.loads(subprocess.run(prefix + ["ip", "-json", "-details", "-4", "address", "show"],
                                       check=True, capture_output=True, text=True).stdout)
     routes = json.loads(subprocess.run(prefix + ["ip", "-json", "-4", "route", "show", "default"],
                                        check=True, capture_output=True, text=True).stdout)
@@ -29,7 +29,8 @@ def nics_from_iproute2(netns: list[str] | None = None) -> list[dict]:
     return [{"name": link["ifname"],
              "ipv4": [{"address": a["local"], "prefix": a["prefixlen"]}
                       for a in link.get("addr_info", []) if a.get("family") == "inet"],
-             "mtu": link["mtu"], "up": "UP" in link["flags"], "loopback": "LOOPBACK" in link["flags"],
+             "mtu": link["mtu"], "max_mtu": link.get("max_mtu", 0),
+             "up": "UP" in link["flags"], "loopback": "LOOPBACK" in link["flags"],
              "default_route": link["ifname"] in default} for link in links]
 
 
@@ -77,7 +78,7 @@ def test_reads_a_namespace_with_several_addresses_mtu_down_nic_and_default_route
     assert [nic for nic in ours if nic["ipv4"]] == reference
     assert {nic["name"] for nic in ours} == {"lo", "eth1", "peer1", "eth2", "peer2"}
     by_name = {nic["name"]: nic for nic in ours}
-    assert by_name["eth1"] == {"name": "eth1", "mtu": 9000, "up": True, "loopback": False,
+    assert by_name["eth1"] == {"name": "eth1", "mtu": 9000, "max_mtu": 65535, "up": True, "loopback": False,
                                "default_route": True,
                                "ipv4": [{"address": "10.7.0.11", "prefix": 24},
                                         {"address": "10.7.1.99", "prefix": 25}]}

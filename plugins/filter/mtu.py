@@ -1,0 +1,36 @@
+"""Filters of cloud_alibaba: every host's cluster NIC, and one MTU for all of them.
+
+The decisions are in plugins/module_utils/mtu_plan.py; these only gather facts and turn errors
+into a result the role can assert on before any host changes.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.ncclkit.cluster.plugins.module_utils.mtu_plan import MtuPlanError, mtu_plan
+
+
+def mtu_hosts(hostvars, hosts):
+    """{host: {ifname, mtu, max_mtu, erdma}} from nccl_preflight's facts (and ncclkit_fabric's)."""
+    found = {}
+    for name in hosts:
+        facts = hostvars[name]
+        ifname = facts.get("ncclkit_cluster_ifname")
+        own = next((nic for nic in facts.get("nccl_preflight_nics") or [] if nic.get("name") == ifname), {})
+        fabric = facts.get("ncclkit_fabric") or {}
+        found[name] = {"ifname": ifname, "mtu": own.get("mtu"), "max_mtu": own.get("max_mtu") or 0,
+                       "erdma": fabric.get("transport") == "erdma"}
+    return found
+
+
+def cluster_mtu_plan(wanted, hosts, jumbo_frames="auto"):
+    """{"mtu", "changes", "error"}: error is "" when every host can take the MTU."""
+    jumbo = {"true": True, "false": False}.get(str(jumbo_frames).lower())
+    try:
+        return {**mtu_plan(wanted, dict(hosts), jumbo), "error": ""}
+    except MtuPlanError as error:
+        return {"mtu": None, "changes": {}, "error": str(error)}
+
+
+class FilterModule:
+    def filters(self):
+        return {"mtu_hosts": mtu_hosts, "cluster_mtu_plan": cluster_mtu_plan}
