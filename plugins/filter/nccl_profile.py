@@ -20,6 +20,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_launch import
     uniform_names,
 )
 from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import (
+    erdma_devices,
     rdma_disagreement,
     usable_rdma_ports,
 )
@@ -50,6 +51,18 @@ def nccl_hostfile_lines(hosts, addresses, slots):
         raise AnsibleFilterError(str(error)) from error
 
 
+def expected_transport(env):
+    """What nccl_diagnose should expect between hosts from a profile's environment: efa where the
+    aws-ofi-nccl plugin is pinned, ib where NCCL's IB transport is on (IB, RoCE, eRDMA), else any."""
+    env = env or {}
+    net = str(env.get("NCCL_NET", ""))
+    if net in ("Libfabric", "AWS Libfabric", "OFI"):
+        return "efa"
+    if str(env.get("NCCL_IB_DISABLE", "1")) == "0" and net in ("", "IB"):
+        return "ib"
+    return "any"
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -60,5 +73,7 @@ class FilterModule:
             "nccl_hostfile_lines": nccl_hostfile_lines,
             "nccl_env_uniform_names": lambda envs: uniform_names(list(envs)),
             "rdma_usable_ports": usable_rdma_ports,
+            "rdma_erdma_devices": erdma_devices,
+            "nccl_expected_transport": expected_transport,
             "rdma_disagreement": lambda ports_by_host: rdma_disagreement(dict(ports_by_host)),
         }

@@ -47,6 +47,31 @@ _IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 _UNPORTABLE = set("'\"\\$`\n\r\0")
 
 
+def _nccl_version(text) -> tuple | None:
+    match = re.match(r"^\s*(\d+)\.(\d+)", str(text or ""))
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _erdma_env(settings: dict, problems: list) -> dict:
+    """NCCL's IB transport on Alibaba eRDMA devices: NCCL_IB_HCA names exactly them, and NCCL
+    before 2.21 needs NCCL_IB_GID_INDEX=1; NCCL before 2.19 cannot use eRDMA at all."""
+    devices = list(settings["erdma_devices"])
+    version = _nccl_version(settings.get("nccl_version"))
+    if version is None:
+        problems.append(f"the host has eRDMA ({', '.join(devices)}) and its NCCL version is unknown: eRDMA "
+                        "needs NCCL 2.19 or later; let nccl_preflight find NCCL (nccl_preflight_nccl_source)")
+        return {}
+    if version < (2, 19):
+        problems.append(f"the host has eRDMA ({', '.join(devices)}) but NCCL {settings.get('nccl_version')}: "
+                        "NCCL's IB transport runs on eRDMA from 2.19; install NCCL 2.19 or later (a newer "
+                        "PyTorch wheel brings one), or set nccl_profile_rdma to disabled to use sockets")
+        return {}
+    env = {"NCCL_IB_HCA": "=" + ",".join(devices)}
+    if version < (2, 21):
+        env["NCCL_IB_GID_INDEX"] = "1"
+    return env
+
+
 class NcclEnvError(ValueError):
     """The settings give no usable environment; the message lists every problem."""
 
@@ -117,6 +142,8 @@ def _computed(settings: dict, problems: list) -> dict:
 
     rdma = bool(settings.get("rdma_usable"))
     env["NCCL_IB_DISABLE"] = "0" if rdma else "1"
+    if rdma and settings.get("erdma_devices"):
+        env.update(_erdma_env(settings, problems))
     nccl_net = settings.get("nccl_net") or ("IB" if settings.get("rdma_required") else "")
     if nccl_net:
         env["NCCL_NET"] = str(nccl_net)

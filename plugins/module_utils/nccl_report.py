@@ -51,6 +51,10 @@ class NcclReportError(ValueError):
 # -- verdicts ------------------------------------------------------------------------------
 
 
+# nccl_diagnose's findings for a run that fell back from IB/eRDMA/EFA to sockets (or another provider).
+TRANSPORT_FALLBACK_CODES = ("socket_instead_of_ib", "socket_instead_of_efa")
+
+
 def run_title(run):
     if run.get("name") == "multi":
         return "multi-node across " + ", ".join(run.get("hosts") or [run.get("host") or "?"])
@@ -84,6 +88,11 @@ def run_verdict(run):
                            "alone; a launcher that starts fewer ranks than GPUs shows the same)")
         if not (timed_out(run) or run.get("rc") == KILLED_RC) or perf.get("rows"):
             reasons.append(gates_line)
+    fallback = [finding for finding in (run.get("diagnosis") or {}).get("findings") or []
+                if finding.get("code") in TRANSPORT_FALLBACK_CODES]
+    if fallback and not reasons:
+        reasons.append("{0}: NCCL did not use the expected transport ({1}): {2}; fix: {3}".format(
+            title, run.get("expected_transport", "?"), fallback[0].get("cause"), fallback[0].get("fix")))
     if not reasons and run.get("rc") not in (0, None):
         reasons.append("{0}: the benchmark printed a complete run but exited with rc {1}".format(title, run.get("rc")))
     if reasons:

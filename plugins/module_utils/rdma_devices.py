@@ -33,6 +33,19 @@ def rdma_ports(lines) -> list:
     return ports
 
 
+# Alibaba Cloud's elastic RDMA. In its compat mode the devices are named rocep*, not erdma_*:
+# only the driver tells them apart from RoCE.
+ERDMA_DRIVER = "erdma"
+# NCCL's IB transport runs on eRDMA from 2.19; before 2.21 it needs the GID index named.
+ERDMA_MIN_NCCL = (2, 19)
+ERDMA_GID_INDEX_BEFORE = (2, 21)
+
+
+def erdma_devices(lines) -> list:
+    """The devices with an active eRDMA port, by driver, sorted."""
+    return sorted({port["device"] for port in rdma_ports(lines) if port["usable"] and port["driver"] == ERDMA_DRIVER})
+
+
 def usable_rdma_ports(lines) -> list:
     """`device:port` of each active port NCCL's IB transport can use."""
     return [f"{port['device']}:{port['port']}" for port in rdma_ports(lines) if port["usable"]]
