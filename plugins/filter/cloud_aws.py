@@ -19,9 +19,12 @@ def cloud_aws_plan(instances, security_groups, wanted_ids, settings):
         raise AnsibleFilterError(str(error)) from error
 
 
-def cloud_aws_error_line(result, region, step="read"):
-    """The one line for a failed EC2 step; '' when the registered result did not fail."""
-    if not result.get("failed"):
+def cloud_aws_error_line(result, region, step="read", expected=""):
+    """The one line for a failed EC2 step; '' when it did not fail.
+
+    The tasks register with failed_when false (their output is no_log), which clears `failed`:
+    a result fails when it carries a msg but not the key it should return."""
+    if result.get("skipped") or not result.get("msg") or (expected and expected in result):
         return ""
     return error_line(result.get("msg", ""), region, READ_ACTIONS if step == "read" else APPLY_ACTIONS)
 
