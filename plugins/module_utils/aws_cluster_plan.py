@@ -119,11 +119,13 @@ def placement_findings(instances, groups, region, wanted):
     """Instances outside one cluster-strategy placement group, and the commands that fix it.
 
     groups: ec2_placement_group_info's placement_groups (name, strategy). wanted: the group the
-    user names ("" to take the one the instances already share)."""
+    user names ("" to take the cluster group most of the instances already share)."""
     strategy = {group["name"]: group.get("strategy") for group in groups}
     in_group = {inst["instance_id"]: (inst.get("placement") or {}).get("group_name") or "" for inst in instances}
     names = [name for name in in_group.values() if name]
-    target = wanted or (max(set(names), key=names.count) if names else "")
+    # Unnamed: the cluster-strategy group most instances share (first seen wins a tie).
+    shared = list(dict.fromkeys(names))
+    target = wanted or (max(shared, key=lambda n: (strategy.get(n) == "cluster", names.count(n))) if names else "")
     findings, commands = [], []
     if target and target in strategy and strategy[target] != "cluster":
         findings.append(f"placement group {target} has strategy {strategy[target]}, not cluster; "
