@@ -120,7 +120,7 @@ class Run:
         return sum(counts["changed"] for counts in self.recap.values())
 
 
-def write_inventory(path: Path, instances: list[str], extra: dict | None = None) -> Path:
+def write_inventory(path: Path, instances: list[str]) -> Path:
     lines = ["cluster:", "  hosts:"]
     for number, instance in enumerate(instances, 1):
         lines += [f"    node{number}:", "      ansible_connection: local",
