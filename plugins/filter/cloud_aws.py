@@ -1,0 +1,34 @@
+"""Filters of the cloud_aws role; the logic lives in plugins/module_utils/aws_cluster_plan.py."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.ncclkit.cluster.plugins.module_utils.aws_cluster_plan import (
+    APPLY_ACTIONS,
+    READ_ACTIONS,
+    AwsPlanError,
+    cluster_plan,
+    error_line,
+)
+
+
+def cloud_aws_plan(instances, security_groups, wanted_ids, settings):
+    try:
+        return cluster_plan(list(instances), list(security_groups), list(wanted_ids), dict(settings))
+    except AwsPlanError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
+def cloud_aws_error_line(result, region, step="read", expected=""):
+    """The one line for a failed EC2 step; '' when it did not fail.
+
+    The tasks register with failed_when false (their output is no_log), which clears `failed`:
+    a result fails when it carries a msg but not the key it should return."""
+    if result.get("skipped") or not result.get("msg") or (expected and expected in result):
+        return ""
+    return error_line(result.get("msg", ""), region, READ_ACTIONS if step == "read" else APPLY_ACTIONS)
+
+
+class FilterModule:
+    def filters(self):
+        return {"cloud_aws_plan": cloud_aws_plan, "cloud_aws_error_line": cloud_aws_error_line}

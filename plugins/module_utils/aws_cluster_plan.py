@@ -1,0 +1,226 @@
+"""What an EC2 cluster lacks for NCCL, and the aws CLI command that fixes each piece.
+
+Input is what amazon.aws's ec2_instance_info, ec2_security_group_info and
+ec2_placement_group_info return (snake_case boto3 shapes). Pure functions: the cloud_aws
+role's filter calls them, unit tests feed them recorded shapes.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+EFA_TYPES = ("efa", "efa-only")
+
+
+class AwsPlanError(ValueError):
+    """Input that cannot describe a cluster (a missing instance, a malformed port)."""
+
+
+def _port(value, what):
+    try:
+        port = int(value)
+    except (TypeError, ValueError):
+        raise AwsPlanError(f"{what} is {value!r}, not a port; set it to a number 1-65535") from None
+    if not 1 <= port <= 65535:
+        raise AwsPlanError(f"{what} is {port}, not a port; set it to a number 1-65535")
+    return port
+
+
+def efa_groups(instance):
+    """Security group ids of the instance's EFA interfaces (InterfaceType efa or efa-only)."""
+    found = []
+    for nic in instance.get("network_interfaces") or []:
+        if nic.get("interface_type") in EFA_TYPES:
+            for group in nic.get("groups") or []:
+                if group["group_id"] not in found:
+                    found.append(group["group_id"])
+    return found
+
+
+def cluster_groups(instance):
+    """The groups that must admit the cluster: every EFA interface's, else the instance's first."""
+    groups = efa_groups(instance)
+    if groups:
+        return groups
+    own = [group["group_id"] for group in instance.get("security_groups") or []]
+    return own[:1]
+
+
+def required_rules(group_id, efa, port_range, master_port):
+    """Rules a group needs, as dicts: direction in/out, proto tcp/-1, ports, source group."""
+    if efa:
+        # EFA needs all traffic to and from the group itself, egress too, even beside 0.0.0.0/0.
+        return [
+            {"direction": "in", "proto": "-1", "from_port": None, "to_port": None, "group_id": group_id},
+            {"direction": "out", "proto": "-1", "from_port": None, "to_port": None, "group_id": group_id},
+        ]
+    low, high = (_port(value, "the NCCL port range") for value in port_range)
+    if low > high:
+        raise AwsPlanError(f"the NCCL port range {low}-{high} is reversed; give [lowest, highest]")
+    rules = []
+    for first, last in ((low, high), (master_port, master_port), (22, 22)):
+        rules.append({"direction": "in", "proto": "tcp", "from_port": first, "to_port": last, "group_id": group_id})
+    return rules
+
+
+def _covers(permission, rule):
+    """Whether one existing permission admits the rule (self-referencing rules only)."""
+    if rule["group_id"] not in {pair.get("group_id") for pair in permission.get("user_id_group_pairs") or []}:
+        return False
+    proto = str(permission.get("ip_protocol"))
+    if proto == "-1":
+        return True
+    if rule["proto"] == "-1" or proto not in ("tcp", "6"):
+        return False
+    return permission.get("from_port", 0) <= rule["from_port"] and rule["to_port"] <= permission.get("to_port", -1)
+
+
+def missing_rules(group, rules):
+    """The rules that none of the group's existing permissions admit."""
+    existing = {"in": group.get("ip_permissions") or [], "out": group.get("ip_permissions_egress") or []}
+    return [rule for rule in rules if not any(_covers(perm, rule) for perm in existing[rule["direction"]])]
+
+
+def _rule_text(rule):
+    ports = "all traffic" if rule["proto"] == "-1" else (
+        f"TCP {rule['from_port']}" if rule["from_port"] == rule["to_port"]
+        else f"TCP {rule['from_port']}-{rule['to_port']}")
+    way = "inbound from" if rule["direction"] == "in" else "outbound to"
+    return f"{ports} {way} {rule['group_id']} itself"
+
+
+def rule_command(region, group_id, rule):
+    """The aws CLI command that adds one missing rule."""
+    verb = "authorize-security-group-ingress" if rule["direction"] == "in" else "authorize-security-group-egress"
+    if rule["proto"] == "-1":
+        perms = f"IpProtocol=-1,UserIdGroupPairs=[{{GroupId={rule['group_id']}}}]"
+    else:
+        perms = (f"IpProtocol=tcp,FromPort={rule['from_port']},ToPort={rule['to_port']},"
+                 f"UserIdGroupPairs=[{{GroupId={rule['group_id']}}}]")
+    return shlex.join(["aws", "ec2", verb, "--region", region, "--group-id", group_id, "--ip-permissions", perms])
+
+
+def module_rule(rule):
+    """The rule as amazon.aws.ec2_security_group's rules/rules_egress entries take it."""
+    entry = {"proto": "all" if rule["proto"] == "-1" else "tcp", "group_id": rule["group_id"],
+             "rule_desc": "ncclkit: NCCL cluster traffic within the group"}
+    if rule["proto"] != "-1":
+        entry.update(from_port=rule["from_port"], to_port=rule["to_port"])
+    return entry
+
+
+def _name(instance):
+    """"Name (i-...)" when the instance has a Name tag, else the id."""
+    name = (instance.get("tags") or {}).get("Name")
+    return f"{name} ({instance['instance_id']})" if name else instance["instance_id"]
+
+
+def placement_findings(instances, groups, region, wanted):
+    """Instances outside one cluster-strategy placement group, and the commands that fix it.
+
+    groups: ec2_placement_group_info's placement_groups (name, strategy). wanted: the group the
+    user names ("" to take the cluster group most of the instances already share)."""
+    strategy = {group["name"]: group.get("strategy") for group in groups}
+    in_group = {inst["instance_id"]: (inst.get("placement") or {}).get("group_name") or "" for inst in instances}
+    names = [name for name in in_group.values() if name]
+    # Unnamed: the cluster-strategy group most instances share (first seen wins a tie).
+    shared = list(dict.fromkeys(names))
+    target = wanted or (max(shared, key=lambda n: (strategy.get(n) == "cluster", names.count(n))) if names else "")
+    findings, commands = [], []
+    if target and target in strategy and strategy[target] != "cluster":
+        findings.append(f"placement group {target} has strategy {strategy[target]}, not cluster; "
+                        "NCCL across nodes wants cluster (a new group; instances move only when stopped)")
+    if target and target not in strategy:
+        findings.append(f"placement group {target} does not exist in {region}")
+        commands.append(shlex.join(["aws", "ec2", "create-placement-group", "--region", region,
+                                    "--group-name", target, "--strategy", "cluster"]))
+    for inst in instances:
+        if in_group[inst["instance_id"]] != target or not target:
+            where = in_group[inst["instance_id"]] or "no placement group"
+            findings.append(f"instance {_name(inst)} is in {where}, not in "
+                            f"{target or 'a cluster placement group'}")
+            if target:
+                commands.append(" && ".join(shlex.join(part) for part in (
+                    ["aws", "ec2", "stop-instances", "--region", region, "--instance-ids", inst["instance_id"]],
+                    ["aws", "ec2", "wait", "instance-stopped", "--region", region, "--instance-ids", inst["instance_id"]],
+                    ["aws", "ec2", "modify-instance-placement", "--region", region, "--instance-id",
+                     inst["instance_id"], "--group-name", target],
+                    ["aws", "ec2", "start-instances", "--region", region, "--instance-ids", inst["instance_id"]])))
+    return {"group": target, "findings": findings, "commands": commands,
+            "create": bool(target) and target not in strategy}
+
+
+def cluster_plan(instances, security_groups, wanted_ids, settings):
+    """Everything the cluster lacks: per group the missing rules, messages, commands, module args.
+
+    settings: region, port_range [low, high], master_port, placement_groups (info list),
+    placement_group (wanted name or "")."""
+    found = {inst["instance_id"] for inst in instances}
+    unknown = [iid for iid in wanted_ids if iid not in found]
+    if unknown:
+        raise AwsPlanError(
+            f"instance id(s) {', '.join(unknown)} not found in region {settings['region']}; check "
+            "cloud_aws_region and the hosts' aws_instance_id (ec2:DescribeInstances)")
+    by_id = {group["group_id"]: group for group in security_groups}
+    region = settings["region"]
+    master_port = _port(settings["master_port"], "the rendezvous port (MASTER_PORT)")
+    need = {}
+    for inst in instances:
+        efa = bool(efa_groups(inst))
+        for gid in cluster_groups(inst):
+            for rule in required_rules(gid, efa, settings["port_range"], master_port):
+                need.setdefault(gid, [])
+                if rule not in need[gid]:
+                    need[gid].append(rule)
+    groups, messages, commands = [], [], []
+    for gid, rules in need.items():
+        if gid not in by_id:
+            raise AwsPlanError(f"security group {gid} not found; ec2:DescribeSecurityGroups must see it")
+        missing = missing_rules(by_id[gid], rules)
+        for rule in missing:
+            messages.append(f"security group {gid}: missing {_rule_text(rule)}")
+            commands.append(rule_command(region, gid, rule))
+        group = by_id[gid]
+        groups.append({
+            "group_id": gid, "name": group.get("group_name"), "description": group.get("description"),
+            "vpc_id": group.get("vpc_id"), "missing": len(missing),
+            "rules": [module_rule(rule) for rule in missing if rule["direction"] == "in"],
+            "rules_egress": [module_rule(rule) for rule in missing if rule["direction"] == "out"],
+        })
+    placement = placement_findings(instances, settings.get("placement_groups") or [], region,
+                                   settings.get("placement_group") or "")
+    return {
+        "groups": groups,
+        "missing_rules": messages,
+        "commands": commands + placement["commands"],
+        "placement": placement,
+        "efa_instances": sorted(inst["instance_id"] for inst in instances if efa_groups(inst)),
+        "problems": messages + placement["findings"],
+    }
+
+
+# The IAM actions each step needs; docs/clouds/aws.md has them as one policy.
+READ_ACTIONS = ("ec2:DescribeInstances", "ec2:DescribeSecurityGroups", "ec2:DescribePlacementGroups")
+APPLY_ACTIONS = ("ec2:AuthorizeSecurityGroupIngress", "ec2:AuthorizeSecurityGroupEgress",
+                 "ec2:CreatePlacementGroup")
+
+
+def error_line(message, region, actions):
+    """One line naming the cause and the fix of a failed EC2 call (boto3's message in, no secrets out)."""
+    text = str(message or "")
+    needed = ", ".join(actions)
+    if "Unable to locate credentials" in text or "NoCredentials" in text:
+        return ("no AWS credentials on the controller: export AWS_PROFILE (or AWS_ACCESS_KEY_ID and "
+                f"AWS_SECRET_ACCESS_KEY) or give it an instance role allowing {needed}")
+    if any(code in text for code in ("AuthFailure", "InvalidClientTokenId", "SignatureDoesNotMatch",
+                                     "UnrecognizedClient", "ExpiredToken")):
+        return (f"AWS rejected the credentials in region {region} (wrong, expired, or the region is not "
+                f"enabled for the account): renew them or fix cloud_aws_region; they need {needed}")
+    if "UnauthorizedOperation" in text or "AccessDenied" in text:
+        return f"the AWS credentials may not do this: allow {needed} (the policy in docs/clouds/aws.md)"
+    if "InvalidInstanceID" in text:
+        return (f"an instance id is not in region {region}: check cloud_aws_region and the hosts' "
+                "aws_instance_id (ec2:DescribeInstances)")
+    if "Could not connect to the endpoint URL" in text or "InvalidRegion" in text or "region" in text.lower():
+        return f"region {region!r} does not answer: set cloud_aws_region to the instances' region"
+    return f"the EC2 API failed in region {region} ({needed}): {text.splitlines()[0] if text else 'no message'}"

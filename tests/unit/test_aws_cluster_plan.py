@@ -1,0 +1,101 @@
+"""What an EC2 cluster lacks for NCCL (aws_cluster_plan), from ec2_*_info's snake_case shapes."""
+
+import pytest
+
+from ansible_collections.ncclkit.cluster.plugins.module_utils.aws_cluster_plan import (
+    AwsPlanError,
+    cluster_plan,
+    error_line,
+    missing_rules,
+    required_rules,
+)
+
+SETTINGS = {"region": "us-east-1", "port_range": [32768, 60999], "master_port": 29500}
+
+
+def instance(iid, group="sg-1", kind="interface", placement="", name=""):
+    return {"instance_id": iid, "tags": {"Name": name} if name else {},
+            "placement": {"group_name": placement},
+            "security_groups": [{"group_id": group, "group_name": "g"}],
+            "network_interfaces": [{"interface_type": kind, "groups": [{"group_id": group}]}]}
+
+
+def group(gid="sg-1", ingress=(), egress=()):
+    return {"group_id": gid, "group_name": "cluster", "description": "d", "vpc_id": "vpc-1",
+            "ip_permissions": list(ingress), "ip_permissions_egress": list(egress)}
+
+
+def self_all(gid="sg-1"):
+    return {"ip_protocol": "-1", "user_id_group_pairs": [{"group_id": gid}]}
+
+
+WORLD_EGRESS = {"ip_protocol": "-1", "ip_ranges": [{"cidr_ip": "0.0.0.0/0"}], "user_id_group_pairs": []}
+
+
+def test_efa_needs_self_in_and_out_even_beside_world_egress():
+    plan = cluster_plan([instance("i-1", kind="efa"), instance("i-2", kind="efa-only")],
+                        [group(egress=[WORLD_EGRESS])], ["i-1", "i-2"], SETTINGS)
+    assert plan["efa_instances"] == ["i-1", "i-2"]
+    assert plan["missing_rules"] == ["security group sg-1: missing all traffic inbound from sg-1 itself",
+                                     "security group sg-1: missing all traffic outbound to sg-1 itself"]
+    only = plan["groups"][0]
+    assert only["rules"] == [{"proto": "all", "group_id": "sg-1", "rule_desc": only["rules"][0]["rule_desc"]}]
+    assert only["rules_egress"][0]["proto"] == "all"
+    assert "authorize-security-group-egress" in plan["commands"][1]
+
+
+def test_efa_with_both_self_rules_lacks_nothing():
+    plan = cluster_plan([instance("i-1", kind="efa", placement="pg")], [group(ingress=[self_all()], egress=[self_all()])],
+                        ["i-1"], {**SETTINGS, "placement_groups": [{"name": "pg", "strategy": "cluster"}]})
+    assert plan["problems"] == [] and plan["groups"][0]["missing"] == 0
+
+
+def test_tcp_rules_are_covered_by_a_wider_self_rule_only():
+    wide = {"ip_protocol": "tcp", "from_port": 0, "to_port": 65535, "user_id_group_pairs": [{"group_id": "sg-1"}]}
+    other = {"ip_protocol": "tcp", "from_port": 0, "to_port": 65535, "user_id_group_pairs": [{"group_id": "sg-9"}]}
+    rules = required_rules("sg-1", False, [32768, 60999], 29500)
+    assert missing_rules(group(ingress=[wide]), rules) == []
+    assert missing_rules(group(ingress=[other]), rules) == rules
+    assert [(r["from_port"], r["to_port"]) for r in rules] == [(32768, 60999), (29500, 29500), (22, 22)]
+
+
+def test_placement_names_instances_outside_and_the_commands():
+    insts = [instance("i-1", placement="pg"), instance("i-2", name="worker-2"), instance("i-3", placement="other")]
+    plan = cluster_plan(insts, [group()], ["i-1", "i-2", "i-3"],
+                        {**SETTINGS, "placement_groups": [{"name": "pg", "strategy": "cluster"},
+                                                          {"name": "other", "strategy": "spread"}]})
+    found = plan["placement"]["findings"]
+    assert found == ["instance worker-2 (i-2) is in no placement group, not in pg",
+                     "instance i-3 is in other, not in pg"]
+    assert "modify-instance-placement --region us-east-1 --instance-id i-2 --group-name pg" in plan["commands"][-2]
+    assert plan["placement"]["create"] is False
+
+
+def test_a_wanted_group_that_does_not_exist_is_created_on_request_only():
+    plan = cluster_plan([instance("i-1")], [group()], ["i-1"], {**SETTINGS, "placement_group": "nccl"})
+    assert plan["placement"]["create"] is True
+    assert "create-placement-group --region us-east-1 --group-name nccl --strategy cluster" in " ".join(plan["commands"])
+    spread = cluster_plan([instance("i-1", placement="s")], [group()], ["i-1"],
+                          {**SETTINGS, "placement_groups": [{"name": "s", "strategy": "spread"}]})
+    assert "has strategy spread, not cluster" in spread["problems"][-1]
+
+
+def test_bad_inputs_say_the_fix():
+    with pytest.raises(AwsPlanError, match="i-9 not found in region us-east-1"):
+        cluster_plan([instance("i-1")], [group()], ["i-1", "i-9"], SETTINGS)
+    with pytest.raises(AwsPlanError, match="reversed"):
+        cluster_plan([instance("i-1")], [group()], ["i-1"], {**SETTINGS, "port_range": [60999, 32768]})
+    with pytest.raises(AwsPlanError, match="not a port"):
+        cluster_plan([instance("i-1")], [group()], ["i-1"], {**SETTINGS, "master_port": "x; rm -rf /"})
+
+
+@pytest.mark.parametrize("message, words", [
+    ("Unable to locate credentials", "no AWS credentials on the controller"),
+    ("An error occurred (AuthFailure) when calling the DescribeInstances operation", "rejected the credentials"),
+    ("An error occurred (UnauthorizedOperation)", "allow ec2:DescribeInstances, ec2:DescribeSecurityGroups"),
+    ("An error occurred (InvalidInstanceID.NotFound)", "not in region eu-west-9"),
+    ("Could not connect to the endpoint URL: https://ec2.eu-west-9.amazonaws.com/", "set cloud_aws_region"),
+])
+def test_error_lines_name_the_fix(message, words):
+    line = error_line(message, "eu-west-9", ("ec2:DescribeInstances", "ec2:DescribeSecurityGroups"))
+    assert words in line and "\n" not in line
