@@ -13,13 +13,18 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ncclkit.lab import Lab
+
+sys.path.insert(0, str(Path(__file__).parent))
+from ecs_standin import EcsStandin  # noqa: E402
 
 pytestmark = pytest.mark.lab
 REPO_ROOT = Path(__file__).resolve().parents[2]
 INDEX = 130
 PLAYBOOK = "tests/alibaba/playbook.yml"
+KEY, SECRET = "LTAI" + os.urandom(8).hex(), os.urandom(16).hex()
 RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
@@ -29,16 +34,37 @@ def lab(tmp_path_factory):
         pytest.skip("the lab cluster needs root: run pytest as root")
     lab = Lab(INDEX)
     lab.down()
-    lab.up(nodes=2, mtu=8500, inventory_path=tmp_path_factory.mktemp("lab130") / "hosts.yml")
+    folder = tmp_path_factory.mktemp("lab130")
+    lab.up(nodes=2, mtu=8500, inventory_path=folder / "hosts.yml")
+    # The same inventory, each host naming its ECS instance (as inventories/alibaba does).
+    inventory = yaml.safe_load(lab.inventory_path.read_text())
+    for name, host in inventory["cluster"]["hosts"].items():
+        host["alibaba_instance_id"] = f"i-bp1{name}"
+    (folder / "ecs.yml").write_text(yaml.safe_dump(inventory))
+    lab.ecs_inventory = folder / "ecs.yml"
     yield lab
     lab.down()
 
 
-def run(lab: Lab, **variables) -> tuple[subprocess.CompletedProcess, float, dict]:
+@pytest.fixture
+def ecs():
+    instances = {f"i-bp1node{i}": {"EnableJumboFrame": True, "SecurityGroupIds": ["sg-bp1lab"]} for i in (1, 2)}
+    with EcsStandin({KEY: SECRET}, instances, {"sg-bp1lab": {"InnerAccessPolicy": "Drop", "Permissions": []}}) as server:
+        yield server
+
+
+def run(lab: Lab, ecs: EcsStandin | None = None, **variables) -> tuple[subprocess.CompletedProcess, float, dict]:
     extra = {"ncclkit_cloud": "alibaba", "nccl_network_install_packages": False, **variables}
-    argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(lab.inventory_path), PLAYBOOK,
-            "-e", json.dumps(extra)]
     env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    inventory = lab.inventory_path
+    if ecs:
+        extra.update(cloud_alibaba_region="cn-hangzhou", cloud_alibaba_endpoint=ecs.endpoint,
+                     cloud_alibaba_protocol="HTTP")
+        env.update(ALIBABA_CLOUD_ACCESS_KEY_ID=KEY, ALIBABA_CLOUD_ACCESS_KEY_SECRET=SECRET,
+                   ALIBABA_CLOUD_ECS_METADATA_DISABLED="true")
+        inventory = lab.ecs_inventory
+    argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(inventory), PLAYBOOK,
+            "-e", json.dumps(extra)]
     started = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600)
     counts = {host: dict(zip(("ok", "changed", "unreachable", "failed"), map(int, rest)))
@@ -54,25 +80,31 @@ def flat(text: str) -> str:
     return " ".join(text.replace("''", "'").split())
 
 
-def test_a_host_left_at_1500_is_named_then_fixed(lab):
+def test_a_host_left_at_1500_is_named_then_fixed(lab, ecs):
     assert lab.exec("node2", ["ip", "link", "set", "dev", "eth1", "mtu", "1500"]).returncode == 0
-    audit, _, counts = run(lab)
+    audit, _, counts = run(lab, ecs)
     assert audit.returncode != 0
     out = flat(audit.stdout)
     assert "node2's eth1 has MTU 1500, not 8500 like the cluster" in out
     assert "node1's eth1 has MTU 8500, not" not in out
     assert "MTU mismatch" in out and "node2" in out.split("MTU mismatch", 1)[1][:200]
     assert mtu(lab, "node2") == 1500            # audit changed nothing
+    assert ecs.writes() == [] and ecs.rejected == []
+    assert "sg-bp1lab: missing ingress TCP 32768/60999 from 198.19.130.0/24" in out
 
-    applied, seconds, counts = run(lab, cloud_alibaba_mode="apply")
+    applied, seconds, counts = run(lab, ecs, cloud_alibaba_mode="apply")
     assert applied.returncode == 0, applied.stdout[-3000:]
     assert mtu(lab, "node2") == 8500
     assert "not persisted: nothing configures this NIC" in flat(applied.stdout)
     print(f"\nMTU set and proven (preflight + cloud_alibaba apply + nccl_network) in {seconds:.1f} s")
 
-    again, _, counts = run(lab, cloud_alibaba_mode="apply")
+    assert ecs.writes() == ["AuthorizeSecurityGroup", "AuthorizeSecurityGroup"]
+
+    again, _, counts = run(lab, ecs, cloud_alibaba_mode="apply")
     assert again.returncode == 0
     assert all(host["changed"] == 0 for host in counts.values()), counts
+    assert len(ecs.writes()) == 2                # the second apply sent no write
+    assert KEY not in again.stdout and SECRET not in again.stdout
 
 
 def test_an_mtu_above_a_nics_limit_changes_no_host(lab):

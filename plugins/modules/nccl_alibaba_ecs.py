@@ -1,0 +1,199 @@
+#!/usr/bin/python
+"""Audit (and with apply, fix) what Alibaba Cloud's ECS API holds for an NCCL cluster."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nccl_alibaba_ecs
+short_description: Audit jumbo frames and security group rules of an Alibaba Cloud ECS cluster
+description:
+  - Runs on the controller, once for the cluster. Reads each instance's attributes
+    (DescribeInstanceAttribute - EnableJumboFrame, SecurityGroupIds) and each of their security
+    groups (DescribeSecurityGroupAttribute - InnerAccessPolicy, ingress Permissions) through
+    Alibaba Cloud's official ECS SDK (alibabacloud_ecs20140526).
+  - A group whose intra-group access is Accept and that holds every instance needs nothing.
+    Otherwise the cluster needs ingress TCP on NCCL's port range and the rendezvous ports from the
+    cluster CIDR; with O(mode=apply) the missing ones are added (AuthorizeSecurityGroup), once -
+    a second run sends no write. Existing rules are never changed or removed.
+  - Jumbo frames are only audited (changing them may restart an instance, which is never done).
+  - Credentials come from the environment only (ALIBABA_CLOUD_ACCESS_KEY_ID,
+    ALIBABA_CLOUD_ACCESS_KEY_SECRET, optionally ALIBABA_CLOUD_SECURITY_TOKEN) and are handed to
+    the SDK explicitly, so the SDK never asks the instance metadata service; they never appear in
+    results or logs.
+version_added: 0.2.0
+author: ncclkit maintainers
+options:
+  region:
+    description: The region of the instances (for example C(cn-hangzhou)).
+    type: str
+    required: true
+  instance_ids:
+    description: The cluster's instance ids.
+    type: list
+    elements: str
+    required: true
+  cluster_cidr:
+    description: The cluster network the ingress rules admit.
+    type: str
+    required: true
+  port_range:
+    description: NCCL's port range, [low, high].
+    type: list
+    elements: int
+    required: true
+  rendezvous_ports:
+    description: The rendezvous ports (torchrun's master port and others).
+    type: list
+    elements: int
+    default: [29500]
+  mode:
+    description: C(audit) reads only; C(apply) adds the missing rules.
+    type: str
+    choices: [audit, apply]
+    default: audit
+  endpoint:
+    description: The ECS API endpoint; empty for C(ecs.<region>.aliyuncs.com).
+    type: str
+    default: ""
+  protocol:
+    description: HTTPS, or HTTP for a stand-in on loopback.
+    type: str
+    choices: [HTTPS, HTTP]
+    default: HTTPS
+attributes:
+  check_mode:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Audit the ECS side of the cluster
+  ncclkit.cluster.nccl_alibaba_ecs:
+    region: cn-hangzhou
+    instance_ids: [i-bp1a, i-bp1b]
+    cluster_cidr: 172.16.0.0/24
+    port_range: [32768, 60999]
+  delegate_to: localhost
+  run_once: true
+"""
+
+RETURN = r"""
+jumbo_frames:
+  description: Whether every instance has jumbo frames on (true/false), or null when they differ or are unknown.
+  returned: success
+  type: bool
+groups:
+  description: Per security group - C(group), C(inner_accept), C(missing) rules and a C(message).
+  returned: success
+  type: list
+  elements: dict
+findings:
+  description: One line per missing piece, each with the command that fixes it.
+  returned: success
+  type: list
+  elements: str
+added:
+  description: The rules added (apply only).
+  returned: success
+  type: list
+  elements: dict
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.ncclkit.cluster.plugins.module_utils.alibaba_ecs_plan import ecs_plan
+
+try:
+    from alibabacloud_ecs20140526 import models as ecs_models
+    from alibabacloud_ecs20140526.client import Client
+    from alibabacloud_tea_openapi import models as openapi_models
+    HAS_SDK = True
+except ImportError:
+    HAS_SDK = False
+
+CREDENTIAL_VARIABLES = ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET")
+READ_ACTIONS = ("ecs:DescribeInstanceAttribute", "ecs:DescribeSecurityGroupAttribute")
+
+
+def client(module):
+    key, secret = (os.environ.get(name, "") for name in CREDENTIAL_VARIABLES)
+    if not key or not secret:
+        module.fail_json(msg="no Alibaba Cloud credentials: export ALIBABA_CLOUD_ACCESS_KEY_ID and "
+                             "ALIBABA_CLOUD_ACCESS_KEY_SECRET (a RAM user allowed "
+                             f"{', '.join(READ_ACTIONS)} and ecs:AuthorizeSecurityGroup) on the controller")
+    region = module.params["region"]
+    config = openapi_models.Config(
+        access_key_id=key, access_key_secret=secret,
+        security_token=os.environ.get("ALIBABA_CLOUD_SECURITY_TOKEN") or None,
+        region_id=region, endpoint=module.params["endpoint"] or f"ecs.{region}.aliyuncs.com",
+        protocol=module.params["protocol"], connect_timeout=5000, read_timeout=15000)
+    return Client(config)
+
+
+def call(module, what, function):
+    """One API call; an SDK error becomes one line naming the call and the fix, never the credentials."""
+    try:
+        return function().body.to_map()
+    except Exception as error:   # the SDK raises its own TeaException family and network errors
+        code = getattr(error, "code", "") or type(error).__name__
+        message = str(getattr(error, "message", "") or error).splitlines()[0][:300]
+        hint = {"InvalidAccessKeyId.NotFound": "check ALIBABA_CLOUD_ACCESS_KEY_ID",
+                "SignatureDoesNotMatch": "check ALIBABA_CLOUD_ACCESS_KEY_SECRET",
+                "Forbidden.RAM": f"allow the RAM user {', '.join(READ_ACTIONS)} and ecs:AuthorizeSecurityGroup",
+                "InvalidInstanceId.NotFound": "check the instance ids (alibaba_instance_id) and the region"}.get(
+                    code, "check the region, the instance ids and the credentials")
+        module.fail_json(msg=f"{what} failed: {code}: {message}; {hint}")
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "region": {"type": "str", "required": True},
+            "instance_ids": {"type": "list", "elements": "str", "required": True},
+            "cluster_cidr": {"type": "str", "required": True},
+            "port_range": {"type": "list", "elements": "int", "required": True},
+            "rendezvous_ports": {"type": "list", "elements": "int", "default": [29500]},
+            "mode": {"type": "str", "choices": ["audit", "apply"], "default": "audit"},
+            "endpoint": {"type": "str", "default": ""},
+            "protocol": {"type": "str", "choices": ["HTTPS", "HTTP"], "default": "HTTPS"},
+        },
+        supports_check_mode=True,
+    )
+    if not HAS_SDK:
+        module.fail_json(msg=missing_required_lib("alibabacloud-ecs20140526 (pip install 'ncclkit[alibaba]')"))
+    params = module.params
+    if len(params["port_range"]) != 2:
+        module.fail_json(msg=f"port_range is {params['port_range']}: give [low, high]")
+    ecs = client(module)
+    region = params["region"]
+    instances = {}
+    for instance_id in params["instance_ids"]:
+        request = ecs_models.DescribeInstanceAttributeRequest(instance_id=instance_id)
+        instances[instance_id] = call(module, f"DescribeInstanceAttribute {instance_id}",
+                                      lambda: ecs.describe_instance_attribute(request))
+    groups = {}
+    for group_id in sorted({group for attributes in instances.values()
+                            for group in (attributes.get("SecurityGroupIds") or {}).get("SecurityGroupId") or []}):
+        request = ecs_models.DescribeSecurityGroupAttributeRequest(region_id=region, security_group_id=group_id,
+                                                                   direction="ingress")
+        groups[group_id] = call(module, f"DescribeSecurityGroupAttribute {group_id}",
+                                lambda: ecs.describe_security_group_attribute(request))
+    plan = ecs_plan(instances, groups, params["cluster_cidr"], params["port_range"], params["rendezvous_ports"],
+                    region)
+    missing = [(group["group"], rule) for group in plan["groups"] for rule in group["missing"]]
+    added = []
+    if params["mode"] == "apply" and missing and not module.check_mode:
+        for group_id, rule in missing:
+            permission = ecs_models.AuthorizeSecurityGroupRequestPermissions(
+                ip_protocol=rule["IpProtocol"], port_range=rule["PortRange"], source_cidr_ip=rule["SourceCidrIp"],
+                policy=rule["Policy"], description=rule["Description"])
+            request = ecs_models.AuthorizeSecurityGroupRequest(region_id=region, security_group_id=group_id,
+                                                               permissions=[permission])
+            call(module, f"AuthorizeSecurityGroup {group_id}", lambda: ecs.authorize_security_group(request))
+            added.append(dict(rule, SecurityGroupId=group_id))
+    module.exit_json(changed=params["mode"] == "apply" and bool(missing), jumbo_frames=plan["jumbo_frames"],
+                     groups=plan["groups"], findings=plan["findings"], added=added)
+
+
+if __name__ == "__main__":
+    main()
