@@ -7,18 +7,19 @@ into a result the role can assert on before any host changes.
 from __future__ import annotations
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.mtu_plan import MtuPlanError, mtu_plan
+from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import erdma_devices
 
 
 def mtu_hosts(hostvars, hosts):
-    """{host: {ifname, mtu, max_mtu, erdma}} from nccl_preflight's facts (and ncclkit_fabric's)."""
+    """{host: {ifname, mtu, max_mtu, erdma}} from nccl_preflight's facts (NICs, RDMA ports)."""
     found = {}
     for name in hosts:
         facts = hostvars[name]
         ifname = facts.get("ncclkit_cluster_ifname")
         own = next((nic for nic in facts.get("nccl_preflight_nics") or [] if nic.get("name") == ifname), {})
-        fabric = facts.get("ncclkit_fabric") or {}
+        erdma = bool(erdma_devices(facts.get("nccl_preflight_rdma_ports") or []))
         found[name] = {"ifname": ifname, "mtu": own.get("mtu"), "max_mtu": own.get("max_mtu") or 0,
-                       "erdma": fabric.get("transport") == "erdma"}
+                       "erdma": erdma}
     return found
 
 

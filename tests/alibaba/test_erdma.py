@@ -38,8 +38,8 @@ def rdma_device(root, name, driver, state="4: ACTIVE", link_layer="Ethernet"):
 
 
 def profile_script_lines(sysfs):
-    """nccl_profile's own RDMA listing script, pointed at a fake /sys."""
-    script = yaml.safe_load((REPO_ROOT / "roles/nccl_profile/vars/main.yml").read_text())["_nccl_profile_rdma_script"]
+    """nccl_preflight's own RDMA listing script, pointed at a fake /sys."""
+    script = yaml.safe_load((REPO_ROOT / "roles/nccl_preflight/vars/main.yml").read_text())["_nccl_preflight_rdma_script"]
     done = subprocess.run(["sh", "-c", script.replace("/sys/class/infiniband", f"{sysfs}/class/infiniband")],
                           capture_output=True, text=True, check=True)
     return done.stdout.splitlines()

@@ -47,7 +47,7 @@ def test_an_mtu_that_does_not_fit_stops_before_any_change(wanted, specs, jumbo, 
 
 
 def test_the_hosts_come_from_preflight_and_fabric_facts():
-    hostvars = {"node1": {"ncclkit_cluster_ifname": "eth1", "ncclkit_fabric": {"transport": "erdma"},
+    hostvars = {"node1": {"ncclkit_cluster_ifname": "eth1", "nccl_preflight_rdma_ports": ["rocep0s5|1|4: ACTIVE|Ethernet|erdma"],
                           "nccl_preflight_nics": [{"name": "eth0", "mtu": 1500},
                                                   {"name": "eth1", "mtu": 8500, "max_mtu": 9000}]},
                 "node2": {"ncclkit_cluster_ifname": "eth1", "nccl_preflight_nics": [{"name": "eth1", "mtu": 1500}]}}
