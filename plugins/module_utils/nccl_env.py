@@ -28,6 +28,8 @@ TUNING_NAMES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NSOCKS_PERTHREAD", "NCCL_SOCKET
 # NCCL: NCCL_SOCKET_NTHREADS 1-16, and NTHREADS * NSOCKS_PERTHREAD at most 64.
 MAX_SOCKET_NTHREADS = 16
 MAX_SOCKETS = 64
+# aws-ofi-nccl's names for itself (NCCL_NET): up to 1.12, from 1.13, and the alias 1.13 accepts.
+LIBFABRIC_NET_NAMES = ("AWS Libfabric", "Libfabric", "OFI")
 # NCCL reads /etc/nccl.conf values into a 1024-byte buffer.
 MAX_VALUE_LENGTH = 1023
 
@@ -141,7 +143,9 @@ def _computed(settings: dict, problems: list) -> dict:
         env["OMPI_MCA_oob_tcp_if_include"] = ",".join(networks)
 
     rdma = bool(settings.get("rdma_usable"))
-    env["NCCL_IB_DISABLE"] = "0" if rdma else "1"
+    # On EFA, NCCL_NET pins aws-ofi-nccl and NCCL_IB_DISABLE stays unset (the plugin decides).
+    if (settings.get("cloud_env") or {}).get("NCCL_NET") not in LIBFABRIC_NET_NAMES:
+        env["NCCL_IB_DISABLE"] = "0" if rdma else "1"
     if rdma and settings.get("erdma_devices"):
         env.update(_erdma_env(settings, problems))
     nccl_net = settings.get("nccl_net") or ("IB" if settings.get("rdma_required") else "")

@@ -454,7 +454,9 @@ def transport_findings(host: str, transports: Iterable[tuple], expected: str) ->
 
     transports: [(transport, origin)] in log order.
     """
-    wanted = {"ib": ("IB",), "efa": ("OFI(EFA)",)}.get(expected)
+    # Libfabric with no provider line for that host (a cut log) proves no fall-back: only Socket or
+    # a named provider other than efa does.
+    wanted = {"ib": ("IB",), "efa": ("OFI(EFA)", "OFI")}.get(expected)
     if not wanted:
         return []
     for transport, origin in transports:

@@ -1,0 +1,100 @@
+#!/usr/bin/python
+"""Find AWS EFA devices, the EFA software and aws-ofi-nccl on a host; set the NCCL values for them."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nccl_efa
+short_description: Find EFA, libfabric's efa provider and aws-ofi-nccl on a host
+description:
+  - Reads nccl_preflight's RDMA port lines for devices whose sysfs driver is C(efa), asks
+    C(fi_info -p efa -t FI_EP_RDM) for the efa provider, and looks for the aws-ofi-nccl library.
+  - Sets C(cloud_aws_efa) (devices, count, installed, provider version, plugin path) and, where
+    EFA and the plugin are there, C(ncclkit_cloud_nccl_env) with C(NCCL_NET=AWS Libfabric) (the
+    name every aws-ofi-nccl version accepts) and C(NCCL_NET_PLUGIN) (the library's full path), so
+    that a missing plugin fails at once instead of falling back to sockets.
+  - Changes nothing on the host.
+version_added: 0.2.0
+author: ncclkit maintainers
+options:
+  rdma_ports:
+    description: nccl_preflight_rdma_ports (C(device|port|state|link_layer|driver) lines).
+    type: list
+    elements: str
+    default: []
+  fi_info:
+    description: The fi_info binary of the EFA software.
+    type: path
+    default: /opt/amazon/efa/bin/fi_info
+  plugin_dirs:
+    description: Folders that may hold aws-ofi-nccl's library.
+    type: list
+    elements: path
+    default: [/opt/amazon/ofi-nccl/lib, /opt/amazon/ofi-nccl/lib64, /opt/aws-ofi-nccl/lib]
+  cloud_env:
+    description: C(ncclkit_cloud_nccl_env) so far; the EFA values are added to it.
+    type: dict
+    default: {}
+attributes:
+  check_mode:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Find EFA
+  ncclkit.cluster.nccl_efa:
+    rdma_ports: "{{ nccl_preflight_rdma_ports }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: C(cloud_aws_efa), and C(ncclkit_cloud_nccl_env) where EFA and aws-ofi-nccl are present.
+  returned: success
+  type: dict
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ncclkit.cluster.plugins.module_utils.efa_host import (
+    PLUGIN_LIBRARIES,
+    efa_devices,
+    efa_env,
+    fi_info_version,
+    plugin_path,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "rdma_ports": {"type": "list", "elements": "str", "default": []},
+            "fi_info": {"type": "path", "default": "/opt/amazon/efa/bin/fi_info"},
+            "plugin_dirs": {"type": "list", "elements": "path",
+                            "default": ["/opt/amazon/ofi-nccl/lib", "/opt/amazon/ofi-nccl/lib64", "/opt/aws-ofi-nccl/lib"]},
+            "cloud_env": {"type": "dict", "default": {}},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    devices = efa_devices(params["rdma_ports"])
+    version, fi_info_error = "", ""
+    if devices and os.access(params["fi_info"], os.X_OK):
+        rc, out, err = module.run_command([params["fi_info"], "-p", "efa", "-t", "FI_EP_RDM"])
+        version = fi_info_version(out) if rc == 0 else ""
+        said = (err or out).strip().splitlines()
+        fi_info_error = "" if version else (said[-1][:200] if said else f"fi_info exited {rc}")
+    files = [os.path.join(folder, name) for folder in params["plugin_dirs"] for name in PLUGIN_LIBRARIES
+             if os.path.exists(os.path.join(folder, name))]
+    plugin = plugin_path(files)
+    facts = {"cloud_aws_efa": {
+        "devices": devices, "count": len(devices), "provider_version": version,
+        "fi_info_ok": bool(version), "fi_info_error": fi_info_error or "", "plugin": plugin,
+        "installed": bool(version and plugin)}}
+    if devices and version and plugin:
+        facts["ncclkit_cloud_nccl_env"] = efa_env(params["cloud_env"], plugin)
+    module.exit_json(changed=False, ansible_facts=facts)
+
+
+if __name__ == "__main__":
+    main()

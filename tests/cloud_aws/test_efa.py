@@ -1,0 +1,137 @@
+"""EFA on the hosts: found by driver, the EFA installer run only from an archive whose sha256 matches,
+once; the profile pins aws-ofi-nccl; validation passes a run that used the efa provider and fails a
+fall-back. Lab 101 for the role; real logs for the verdicts.
+
+The fake fi_info prints the efa provider block as AWS documents it for `fi_info -p efa -t FI_EP_RDM`
+(https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start-nccl.html); the RDMA port line of an
+EFA device follows the kernel's /sys/class/infiniband layout with the efa driver
+(https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from ansible_collections.ncclkit.cluster.plugins.module_utils.efa_host import efa_devices, efa_env, fi_info_version
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import profile_env
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import read_nccl_log
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report import run_verdict
+
+from conftest import REPO_ROOT, SAMPLES
+from ncclkit.lab import Lab
+
+INDEX = 101
+EFA_PORT = "rdmap0s6|1|4: ACTIVE|Ethernet|efa"
+FI_INFO = """provider: efa
+    fabric: efa
+    domain: rdmap0s31-rdm
+    version: 111.20
+    type: FI_EP_RDM
+    protocol: FI_PROTO_EFA
+"""
+INSTALLER = f"""#!/bin/sh
+# Stand-in for AWS's efa_installer.sh: records its arguments, lays out what the real one installs.
+set -e
+mkdir -p /opt/amazon/efa/bin /opt/amazon/ofi-nccl/lib
+echo "$@" >> /opt/amazon/efa-installer-runs
+printf '#!/bin/sh\\ncat <<"EOF"\\n{FI_INFO}EOF\\n' > /opt/amazon/efa/bin/fi_info
+chmod 755 /opt/amazon/efa/bin/fi_info
+: > /opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so
+"""
+RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+
+
+def test_efa_is_found_by_driver_and_fi_info_is_read():
+    assert efa_devices([EFA_PORT, "mlx5_0|1|4: ACTIVE|InfiniBand|mlx5_core"]) == ["rdmap0s6"]
+    assert fi_info_version(FI_INFO) == "111.20"
+    assert fi_info_version("provider: tcp;ofi_rxm\n    version: 1.0\n") == ""
+
+
+def test_the_efa_profile_pins_the_plugin_and_leaves_the_rest_to_it():
+    env = efa_env({"FI_PROVIDER": "efa", "NCCL_PROTO": "simple", "X": "1"}, "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so")
+    assert env == {"X": "1", "NCCL_NET": "AWS Libfabric", "NCCL_NET_PLUGIN": "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so"}
+    profile = profile_env({"ifname": "eth0", "cluster_networks": ["10.0.0.0/16"], "cloud_env": env})
+    assert profile["NCCL_NET"] == "AWS Libfabric" and "NCCL_IB_DISABLE" not in profile
+    assert profile["NCCL_SOCKET_IFNAME"] == "=eth0"   # bootstrap stays on the cluster NIC
+
+
+@pytest.mark.parametrize("sample,passed", [("log-nccl-1597-efa-libfabric.txt", True),
+                                           ("log-nccl-229-efa-fallback-tcp-ofi-rxm.txt", False)])
+def test_validation_passes_efa_and_fails_another_provider(sample, passed):
+    diagnosis = read_nccl_log((SAMPLES / sample).read_bytes(), expected_transport="efa")
+    run = {"name": "multi", "hosts": ["a", "b"], "rc": 0, "expected_transport": "efa",
+           "perf": {"passed": True, "gates": [], "rows": [{}]}, "diagnosis": diagnosis}
+    ok, reasons = run_verdict(run)
+    assert ok is passed, reasons
+    if not passed:
+        assert "NCCL did not use the expected transport (efa)" in reasons[0] and "EFA was expected" in reasons[0]
+
+
+# -- the role on a lab node -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("the lab cluster needs root: run pytest as root")
+    lab = Lab(INDEX)
+    lab.down()
+    lab.up(nodes=1, inventory_path=tmp_path_factory.mktemp("lab101") / "hosts.yml")
+    yield lab
+    lab.down()
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    path = tmp_path_factory.mktemp("efa") / "aws-efa-installer-test.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        data = INSTALLER.encode()
+        info = tarfile.TarInfo("aws-efa-installer/efa_installer.sh")
+        info.size, info.mode = len(data), 0o755
+        tar.addfile(info, io.BytesIO(data))
+    return path, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def play(lab, **variables):
+    extra = {"nccl_preflight_rdma_ports": [EFA_PORT], "nccl_profile_ssh_trust": False,
+             "nccl_profile_python": sys.executable, **variables}
+    argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(lab.inventory_path),
+            "tests/cloud_aws/efa_playbook.yml", "-e", json.dumps(extra)]
+    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=300)
+    counts = {host: int(changed) for host, _, changed, *_ in RECAP.findall(done.stdout)}
+    return done, counts
+
+
+def node1(lab, script):
+    return lab.exec("node1", ["sh", "-c", script], capture_output=True, text=True).stdout
+
+
+@pytest.mark.lab
+def test_a_wrong_checksum_installs_nothing_the_right_one_installs_once(lab, archive):
+    path, sha256 = archive
+    wrong, _ = play(lab, cloud_aws_efa_installer_archive=str(path), cloud_aws_efa_installer_sha256="0" * 64)
+    assert wrong.returncode != 0
+    assert f"The EFA installer archive has sha256 {sha256}, not cloud_aws_efa_installer_sha256" in " ".join(wrong.stdout.split())
+    assert node1(lab, "ls /opt/amazon 2>&1; ls /tmp | grep -c ncclkit-efa || true").split() == [
+        "ls:", "cannot", "access", "'/opt/amazon':", "No", "such", "file", "or", "directory", "0"]
+
+    right, _ = play(lab, cloud_aws_efa_installer_archive=str(path), cloud_aws_efa_installer_sha256=sha256)
+    assert right.returncode == 0, right.stdout[-3000:]
+    assert node1(lab, "cat /opt/amazon/efa-installer-runs") == "-y\n"       # never --minimal
+    conf = node1(lab, "cat /etc/nccl.conf")
+    assert "NCCL_NET=AWS Libfabric\n" in conf
+    assert "NCCL_NET_PLUGIN=/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so\n" in conf
+    assert re.search(r"^NCCL_IB_DISABLE=", conf, re.M) is None and re.search(r"^NCCL_SOCKET_IFNAME==eth", conf, re.M)
+    assert "export NCCL_NET='AWS Libfabric'" in node1(lab, "cat /etc/profile.d/ncclkit.sh")
+
+    again, counts = play(lab, cloud_aws_efa_installer_archive=str(path), cloud_aws_efa_installer_sha256=sha256)
+    assert again.returncode == 0 and counts == {"node1": 0}
+    assert node1(lab, "cat /opt/amazon/efa-installer-runs") == "-y\n"       # installed once
