@@ -4,16 +4,13 @@ gives it 8500, after which the full-size don't-fragment pings pass; a second app
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
+from lab_playbook import Played, lab_cluster, play
 
 from ncclkit.lab import Lab
 
@@ -21,29 +18,22 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ecs_standin import EcsStandin  # noqa: E402
 
 pytestmark = pytest.mark.lab
-REPO_ROOT = Path(__file__).resolve().parents[2]
 INDEX = 130
 PLAYBOOK = "tests/alibaba/playbook.yml"
 KEY, SECRET = "LTAI" + os.urandom(8).hex(), os.urandom(16).hex()
-RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("the lab cluster needs root: run pytest as root")
-    lab = Lab(INDEX)
-    lab.down()
     folder = tmp_path_factory.mktemp("lab130")
-    lab.up(nodes=2, mtu=8500, inventory_path=folder / "hosts.yml")
-    # The same inventory, each host naming its ECS instance (as inventories/alibaba does).
-    inventory = yaml.safe_load(lab.inventory_path.read_text())
-    for name, host in inventory["cluster"]["hosts"].items():
-        host["alibaba_instance_id"] = f"i-bp1{name}"
-    (folder / "ecs.yml").write_text(yaml.safe_dump(inventory))
-    lab.ecs_inventory = folder / "ecs.yml"
-    yield lab
-    lab.down()
+    for lab in lab_cluster(INDEX, folder, nodes=2, mtu=8500):
+        # The same inventory, each host naming its ECS instance (as inventories/alibaba does).
+        inventory = yaml.safe_load(lab.inventory_path.read_text())
+        for name, host in inventory["cluster"]["hosts"].items():
+            host["alibaba_instance_id"] = f"i-bp1{name}"
+        (folder / "ecs.yml").write_text(yaml.safe_dump(inventory))
+        lab.ecs_inventory = folder / "ecs.yml"
+        yield lab
 
 
 @pytest.fixture
@@ -53,38 +43,27 @@ def ecs():
         yield server
 
 
-def run(lab: Lab, ecs: EcsStandin | None = None, **variables) -> tuple[subprocess.CompletedProcess, float, dict]:
+def run(lab: Lab, ecs: EcsStandin | None = None, **variables) -> Played:
     extra = {"ncclkit_cloud": "alibaba", "nccl_network_install_packages": False, **variables}
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    inventory = lab.inventory_path
+    env, inventory = {}, lab.inventory_path
     if ecs:
         extra.update(cloud_alibaba_region="cn-hangzhou", cloud_alibaba_endpoint=ecs.endpoint,
                      cloud_alibaba_protocol="HTTP")
-        env.update(ALIBABA_CLOUD_ACCESS_KEY_ID=KEY, ALIBABA_CLOUD_ACCESS_KEY_SECRET=SECRET,
-                   ALIBABA_CLOUD_ECS_METADATA_DISABLED="true")
+        env = {"ALIBABA_CLOUD_ACCESS_KEY_ID": KEY, "ALIBABA_CLOUD_ACCESS_KEY_SECRET": SECRET,
+               "ALIBABA_CLOUD_ECS_METADATA_DISABLED": "true"}
         inventory = lab.ecs_inventory
-    argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(inventory), PLAYBOOK,
-            "-e", json.dumps(extra)]
-    started = time.monotonic()
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600)
-    counts = {host: dict(zip(("ok", "changed", "unreachable", "failed"), map(int, rest)))
-              for host, *rest in RECAP.findall(done.stdout)}
-    return done, time.monotonic() - started, counts
+    return play(inventory, PLAYBOOK, extra, env)
 
 
 def mtu(lab: Lab, node: str) -> int:
     return int(lab.exec(node, ["cat", "/sys/class/net/eth1/mtu"], capture_output=True, text=True).stdout)
 
 
-def flat(text: str) -> str:
-    return " ".join(text.replace("''", "'").split())
-
-
 def test_a_host_left_at_1500_is_named_then_fixed(lab, ecs):
     assert lab.exec("node2", ["ip", "link", "set", "dev", "eth1", "mtu", "1500"]).returncode == 0
-    audit, _, counts = run(lab, ecs)
-    assert audit.returncode != 0
-    out = flat(audit.stdout)
+    audit = run(lab, ecs)
+    assert audit.rc != 0
+    out = audit.flat()
     assert "node2's eth1 has MTU 1500, not 8500 like the cluster" in out
     assert "node1's eth1 has MTU 8500, not" not in out
     assert "MTU mismatch" in out and "node2" in out.split("MTU mismatch", 1)[1][:200]
@@ -92,24 +71,24 @@ def test_a_host_left_at_1500_is_named_then_fixed(lab, ecs):
     assert ecs.writes() == [] and ecs.rejected == []
     assert "sg-bp1lab: missing ingress TCP 32768/60999 from 198.19.130.0/24" in out
 
-    applied, seconds, counts = run(lab, ecs, cloud_alibaba_mode="apply")
-    assert applied.returncode == 0, applied.stdout[-3000:]
+    applied = run(lab, ecs, cloud_alibaba_mode="apply")
+    assert applied.rc == 0, applied.stdout[-3000:]
     assert mtu(lab, "node2") == 8500
-    assert "not persisted: nothing configures this NIC" in flat(applied.stdout)
-    print(f"\nMTU set and proven (preflight + cloud_alibaba apply + nccl_network) in {seconds:.1f} s")
+    assert "not persisted: nothing configures this NIC" in applied.flat()
+    print(f"\nMTU set and proven (preflight + cloud_alibaba apply + nccl_network) in {applied.seconds:.1f} s")
 
     assert ecs.writes() == ["AuthorizeSecurityGroup", "AuthorizeSecurityGroup"]
 
-    again, _, counts = run(lab, ecs, cloud_alibaba_mode="apply")
-    assert again.returncode == 0
-    assert all(host["changed"] == 0 for host in counts.values()), counts
+    again = run(lab, ecs, cloud_alibaba_mode="apply")
+    assert again.rc == 0
+    assert all(host["changed"] == 0 for host in again.recap.values()), again.recap
     assert len(ecs.writes()) == 2                # the second apply sent no write
     assert KEY not in again.stdout and SECRET not in again.stdout
 
 
 def test_an_mtu_above_a_nics_limit_changes_no_host(lab):
     before = {node: mtu(lab, node) for node in ("node1", "node2")}
-    done, _, counts = run(lab, cloud_alibaba_mode="apply", cloud_alibaba_mtu="70000")
-    assert done.returncode != 0
-    assert "MTU 70000 is outside 576-65535" in flat(done.stdout) and "No host was changed" in flat(done.stdout)
+    done = run(lab, cloud_alibaba_mode="apply", cloud_alibaba_mtu="70000")
+    assert done.rc != 0
+    assert "MTU 70000 is outside 576-65535" in done.flat() and "No host was changed" in done.flat()
     assert {node: mtu(lab, node) for node in ("node1", "node2")} == before

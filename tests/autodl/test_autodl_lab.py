@@ -4,50 +4,26 @@ site.yml through the one SSH gateway, twice; the /dev/shm check; an unreachable 
 from __future__ import annotations
 
 import json
-import os
-import re
 import shlex
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 import yaml
+from lab_playbook import lab_cluster, play
 
+from conftest import REPO_ROOT
 from ncclkit.lab import Lab
 from ncclkit.lab.plan import GATEWAY_FIRST_PORT
 
 pytestmark = pytest.mark.lab
-REPO_ROOT = Path(__file__).resolve().parents[2]
 INDEX = 120
 GATEWAY = f"198.18.{INDEX}.2"
-RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("the lab cluster needs root: run pytest as root")
-    lab = Lab(INDEX)
-    lab.down()
-    lab.up(nodes=2, profile="autodl", inventory_path=tmp_path_factory.mktemp("lab120") / "hosts.yml")
-    yield lab
-    lab.down()
-
-
-def playbook(inventory: Path, playbook: str, *args: str) -> tuple[subprocess.CompletedProcess, float]:
-    argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(inventory), playbook, *args]
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_DEPRECATION_WARNINGS": "0"}
-    started = time.monotonic()
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600)
-    return done, time.monotonic() - started
-
-
-def recap(output: str) -> dict:
-    return {host: dict(zip(("ok", "changed", "unreachable", "failed"), map(int, counts)))
-            for host, *counts in RECAP.findall(output)}
+    yield from lab_cluster(INDEX, tmp_path_factory.mktemp("lab120"), nodes=2, profile="autodl")
 
 
 def through_gateway(lab: Lab, port: int, script: str) -> subprocess.CompletedProcess:
@@ -86,16 +62,15 @@ def test_each_instance_behaves_like_an_autodl_container(lab, node):
 
 def test_site_yml_passes_twice_adapting_to_the_containers(lab, tmp_path):
     report_parent = tmp_path / "reports"
-    extra = ["-e", json.dumps({"nccl_validate_report_parent": str(report_parent)})]
-    first, first_s = playbook(lab.inventory_path, "site.yml", *extra)
-    assert first.returncode == 0, first.stdout[-4000:]
-    second, second_s = playbook(lab.inventory_path, "site.yml", *extra)
-    assert second.returncode == 0, second.stdout[-4000:]
-    counts = recap(second.stdout)
-    assert set(counts) == {"node1", "node2"}
-    assert all(host["changed"] == 0 and host["failed"] == 0 for host in counts.values()), counts
-    print(f"\nsite.yml on 2 AutoDL-like nodes: first run {first_s:.1f} s "
-          f"(changed {[c['changed'] for c in recap(first.stdout).values()]}), second {second_s:.1f} s, changed=0")
+    extra = {"nccl_validate_report_parent": str(report_parent)}
+    first = play(lab.inventory_path, "site.yml", extra)
+    assert first.rc == 0, first.stdout[-4000:]
+    second = play(lab.inventory_path, "site.yml", extra)
+    assert second.rc == 0, second.stdout[-4000:]
+    assert set(second.recap) == {"node1", "node2"}
+    assert all(host["changed"] == 0 and host["failed"] == 0 for host in second.recap.values()), second.recap
+    print(f"\nsite.yml on 2 AutoDL-like nodes: first run {first.seconds:.1f} s "
+          f"(changed {[c['changed'] for c in first.recap.values()]}), second {second.seconds:.1f} s, changed=0")
     for line in ("adapted: /proc/sys is read-only: ip_local_port_range is not pinned",
                  "adapted: no CAP_NET_ADMIN: no host firewall is possible here",
                  "adapted: PID 1 is sshd, not systemd"):
@@ -121,15 +96,14 @@ def test_the_shm_check_fires_for_two_gpus_in_64_mib(lab):
              "import fakes, pathlib; fakes.make_fake_nvidia_smi(pathlib.Path(\"/root/fake-nvidia-smi\"), [\"8.0\", \"8.0\"])'")
     made = lab.exec("node1", ["sh", "-c", write], capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
-    extra = ["-e", "nccl_preflight_nvidia_smi=/root/fake-nvidia-smi"]
-    failed, _ = playbook(lab.inventory_path, "tests/autodl/playbook.yml", *extra)
-    assert failed.returncode != 0
+    extra = {"nccl_preflight_nvidia_smi": "/root/fake-nvidia-smi"}
+    failed = play(lab.inventory_path, "tests/autodl/playbook.yml", extra)
+    assert failed.rc != 0
     assert "node1: /dev/shm is 64 MiB, below the 160 MiB NCCL's shared-memory transport needs for 2 GPUs" \
-        in failed.stdout
-    assert recap(failed.stdout)["node2"]["failed"] == 0   # one GPU-less node passes the check
-    fallback, _ = playbook(lab.inventory_path, "tests/autodl/playbook.yml", *extra,
-                           "-e", "cloud_autodl_shm_fallback=true")
-    assert fallback.returncode == 0, fallback.stdout[-3000:]
+        in failed.flat()
+    assert failed.recap["node2"]["failed"] == 0   # one GPU-less node passes the check
+    fallback = play(lab.inventory_path, "tests/autodl/playbook.yml", {**extra, "cloud_autodl_shm_fallback": True})
+    assert fallback.rc == 0, fallback.stdout[-3000:]
     printed = fallback.stdout.replace("\\", "")   # as YAML or JSON, with or without escapes
     assert 'NCCLKIT_CLOUD_ENV node1 {"NCCL_SHM_DISABLE": "1"}' in printed
     assert "NCCLKIT_CLOUD_ENV node2 {}" in printed
@@ -140,9 +114,8 @@ def test_a_wrong_port_names_the_instance_and_the_console_field(lab, tmp_path):
     inventory["cluster"]["hosts"]["node2"]["ansible_port"] = GATEWAY_FIRST_PORT + 99
     wrong = tmp_path / "hosts.yml"
     wrong.write_text(yaml.safe_dump(inventory))
-    done, _ = playbook(wrong, "tests/autodl/playbook.yml")
-    counts = recap(done.stdout)
-    assert counts["node2"]["unreachable"] == 1
-    assert counts["node1"]["failed"] == 0 and counts["node1"]["unreachable"] == 0
+    done = play(wrong, "tests/autodl/playbook.yml")
+    assert done.recap["node2"]["unreachable"] == 1
+    assert done.recap["node1"]["failed"] == 0 and done.recap["node1"]["unreachable"] == 0
     assert f"node2 ({GATEWAY}:{GATEWAY_FIRST_PORT + 99}) was not reached and is left out: check the " \
-           "instance's SSH login command in the AutoDL console" in " ".join(done.stdout.replace("''", "'").split())
+           "instance's SSH login command in the AutoDL console" in done.flat()

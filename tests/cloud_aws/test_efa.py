@@ -12,22 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
-import os
 import re
-import subprocess
 import sys
 import tarfile
-from pathlib import Path
 
 import pytest
+from lab_playbook import lab_cluster, play
 from ansible_collections.ncclkit.cluster.plugins.module_utils.efa_host import efa_devices, efa_env, fi_info_version
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import profile_env
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import read_nccl_log
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report import run_verdict
 
-from conftest import REPO_ROOT, SAMPLES
-from ncclkit.lab import Lab
+from conftest import SAMPLES
 
 INDEX = 101
 EFA_PORT = "rdmap0s6|1|4: ACTIVE|Ethernet|efa"
@@ -47,7 +43,6 @@ printf '#!/bin/sh\\ncat <<"EOF"\\n{FI_INFO}EOF\\n' > /opt/amazon/efa/bin/fi_info
 chmod 755 /opt/amazon/efa/bin/fi_info
 : > /opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so
 """
-RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
 def test_efa_is_found_by_driver_and_fi_info_is_read():
@@ -79,13 +74,7 @@ def test_validation_passes_efa_and_fails_another_provider(sample, passed):
 # -- the role on a lab node -----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("the lab cluster needs root: run pytest as root")
-    lab = Lab(INDEX)
-    lab.down()
-    lab.up(nodes=1, inventory_path=tmp_path_factory.mktemp("lab101") / "hosts.yml")
-    yield lab
-    lab.down()
+    yield from lab_cluster(INDEX, tmp_path_factory.mktemp("lab101"), nodes=1)
 
 
 @pytest.fixture(scope="module")
@@ -99,15 +88,10 @@ def archive(tmp_path_factory):
     return path, hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def play(lab, **variables):
+def efa_play(lab, **variables):
     extra = {"nccl_preflight_rdma_ports": [EFA_PORT], "nccl_profile_ssh_trust": False,
              "nccl_profile_python": sys.executable, **variables}
-    argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(lab.inventory_path),
-            "tests/cloud_aws/efa_playbook.yml", "-e", json.dumps(extra)]
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=300)
-    counts = {host: int(changed) for host, _, changed, *_ in RECAP.findall(done.stdout)}
-    return done, counts
+    return play(lab.inventory_path, "tests/cloud_aws/efa_playbook.yml", extra)
 
 
 def node1(lab, script):
@@ -117,14 +101,14 @@ def node1(lab, script):
 @pytest.mark.lab
 def test_a_wrong_checksum_installs_nothing_the_right_one_installs_once(lab, archive):
     path, sha256 = archive
-    wrong, _ = play(lab, cloud_aws_efa_installer_archive=str(path), cloud_aws_efa_installer_sha256="0" * 64)
-    assert wrong.returncode != 0
-    assert f"The EFA installer archive has sha256 {sha256}, not cloud_aws_efa_installer_sha256" in " ".join(wrong.stdout.split())
+    wrong = efa_play(lab, cloud_aws_efa_installer_archive=str(path), cloud_aws_efa_installer_sha256="0" * 64)
+    assert wrong.rc != 0
+    assert f"The EFA installer archive has sha256 {sha256}, not cloud_aws_efa_installer_sha256" in wrong.flat()
     assert node1(lab, "ls /opt/amazon 2>&1; ls /tmp | grep -c ncclkit-efa || true").split() == [
         "ls:", "cannot", "access", "'/opt/amazon':", "No", "such", "file", "or", "directory", "0"]
 
-    right, _ = play(lab, cloud_aws_efa_installer_archive=str(path), cloud_aws_efa_installer_sha256=sha256)
-    assert right.returncode == 0, right.stdout[-3000:]
+    right = efa_play(lab, cloud_aws_efa_installer_archive=str(path), cloud_aws_efa_installer_sha256=sha256)
+    assert right.rc == 0, right.stdout[-3000:]
     assert node1(lab, "cat /opt/amazon/efa-installer-runs") == "-y\n"       # never --minimal
     conf = node1(lab, "cat /etc/nccl.conf")
     assert "NCCL_NET=AWS Libfabric\n" in conf
@@ -132,6 +116,6 @@ def test_a_wrong_checksum_installs_nothing_the_right_one_installs_once(lab, arch
     assert re.search(r"^NCCL_IB_DISABLE=", conf, re.M) is None and re.search(r"^NCCL_SOCKET_IFNAME==eth", conf, re.M)
     assert "export NCCL_NET='AWS Libfabric'" in node1(lab, "cat /etc/profile.d/ncclkit.sh")
 
-    again, counts = play(lab, cloud_aws_efa_installer_archive=str(path), cloud_aws_efa_installer_sha256=sha256)
-    assert again.returncode == 0 and counts == {"node1": 0}
+    again = efa_play(lab, cloud_aws_efa_installer_archive=str(path), cloud_aws_efa_installer_sha256=sha256)
+    assert again.rc == 0 and again.recap["node1"]["changed"] == 0
     assert node1(lab, "cat /opt/amazon/efa-installer-runs") == "-y\n"       # installed once
