@@ -81,12 +81,13 @@ def missing_rules(group, rules):
     return [rule for rule in rules if not any(_covers(perm, rule) for perm in existing[rule["direction"]])]
 
 
-def _rule_text(rule):
+def _rule_text(rule, gid):
     ports = "all traffic" if rule["proto"] == "-1" else (
         f"TCP {rule['from_port']}" if rule["from_port"] == rule["to_port"]
         else f"TCP {rule['from_port']}-{rule['to_port']}")
     way = "inbound from" if rule["direction"] == "in" else "outbound to"
-    return f"{ports} {way} {rule['group_id']} itself"
+    other = "itself" if rule["group_id"] == gid else "(a group of other cluster instances)"
+    return f"{ports} {way} {rule['group_id']} {other}"
 
 
 def rule_command(region, group_id, rule):
@@ -164,21 +165,25 @@ def cluster_plan(instances, security_groups, wanted_ids, settings):
     by_id = {group["group_id"]: group for group in security_groups}
     region = settings["region"]
     master_port = _port(settings["master_port"], "the rendezvous port (MASTER_PORT)")
+    # Instances in different groups: a group's self rule admits only its own members, so each
+    # cluster group must admit every cluster group (itself first).
+    sources = list(dict.fromkeys(gid for inst in instances for gid in cluster_groups(inst)))
     need = {}
     for inst in instances:
         efa = bool(efa_groups(inst))
         for gid in cluster_groups(inst):
-            for rule in required_rules(gid, efa, settings["port_range"], master_port):
-                need.setdefault(gid, [])
-                if rule not in need[gid]:
-                    need[gid].append(rule)
+            for source in [gid] + [other for other in sources if other != gid]:
+                for rule in required_rules(source, efa, settings["port_range"], master_port):
+                    need.setdefault(gid, [])
+                    if rule not in need[gid]:
+                        need[gid].append(rule)
     groups, messages, commands = [], [], []
     for gid, rules in need.items():
         if gid not in by_id:
             raise AwsPlanError(f"security group {gid} not found; ec2:DescribeSecurityGroups must see it")
         missing = missing_rules(by_id[gid], rules)
         for rule in missing:
-            messages.append(f"security group {gid}: missing {_rule_text(rule)}")
+            messages.append(f"security group {gid}: missing {_rule_text(rule, gid)}")
             commands.append(rule_command(region, gid, rule))
         group = by_id[gid]
         groups.append({

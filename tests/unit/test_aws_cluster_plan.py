@@ -99,3 +99,17 @@ def test_bad_inputs_say_the_fix():
 def test_error_lines_name_the_fix(message, words):
     line = error_line(message, "eu-west-9", ("ec2:DescribeInstances", "ec2:DescribeSecurityGroups"))
     assert words in line and "\n" not in line
+
+
+def test_instances_in_different_groups_are_admitted_by_each_other():
+    # A group's self rule admits only its own members: i-1 (sg-1) and i-2 (sg-2) must admit each other.
+    plan = cluster_plan([instance("i-1", group="sg-1"), instance("i-2", group="sg-2")],
+                        [group("sg-1"), group("sg-2")], ["i-1", "i-2"], SETTINGS)
+    missing = plan["missing_rules"]
+    assert "security group sg-1: missing TCP 32768-60999 inbound from sg-1 itself" in missing
+    assert ("security group sg-1: missing TCP 32768-60999 inbound from sg-2 (a group of other cluster "
+            "instances)") in missing
+    assert ("security group sg-2: missing TCP 29500 inbound from sg-1 (a group of other cluster "
+            "instances)") in missing
+    sources = {rule["group_id"] for entry in plan["groups"] if entry["group_id"] == "sg-2" for rule in entry["rules"]}
+    assert sources == {"sg-1", "sg-2"}
