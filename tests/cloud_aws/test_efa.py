@@ -23,6 +23,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import pr
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import read_nccl_log
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report import run_verdict
 
+from alibaba.test_erdma import profile_script_lines, rdma_device
 from conftest import SAMPLES
 
 INDEX = 101
@@ -45,8 +46,14 @@ chmod 755 /opt/amazon/efa/bin/fi_info
 """
 
 
-def test_efa_is_found_by_driver_and_fi_info_is_read():
-    assert efa_devices([EFA_PORT, "mlx5_0|1|4: ACTIVE|InfiniBand|mlx5_core"]) == ["rdmap0s6"]
+def test_efa_is_found_by_driver_and_fi_info_is_read(tmp_path):
+    # A fake /sys/class/infiniband with an EFA device (AWS names them rdmap<bus>s<slot>), read by
+    # nccl_preflight's own listing script.
+    rdma_device(tmp_path, "rdmap0s6", "efa", link_layer="Unspecified")
+    rdma_device(tmp_path, "mlx5_0", "mlx5_core", link_layer="InfiniBand")
+    lines = profile_script_lines(tmp_path)
+    assert "rdmap0s6|1|4: ACTIVE|Unspecified|efa" in lines
+    assert efa_devices(lines) == ["rdmap0s6"]
     assert fi_info_version(FI_INFO) == "111.20"
     assert fi_info_version("provider: tcp;ofi_rxm\n    version: 1.0\n") == ""
 
