@@ -19,6 +19,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_launch import
     plan_problems,
     uniform_names,
 )
+from ansible_collections.ncclkit.cluster.plugins.module_utils.ssh_trust_need import ssh_trust_skip_reason
 from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import (
     rdma_disagreement,
     usable_rdma_ports,
@@ -60,5 +61,6 @@ class FilterModule:
             "nccl_hostfile_lines": nccl_hostfile_lines,
             "nccl_env_uniform_names": lambda envs: uniform_names(list(envs)),
             "rdma_usable_ports": usable_rdma_ports,
+            "nccl_ssh_trust_skip_reason": lambda hosts, connections: ssh_trust_skip_reason(hosts, connections),
             "rdma_disagreement": lambda ports_by_host: rdma_disagreement(dict(ports_by_host)),
         }
