@@ -94,9 +94,13 @@ import socket
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.check_findings import judge
+from ansible_collections.ncclkit.cluster.plugins.module_utils.check_findings import (
+    judge,
+)
 from ansible_collections.ncclkit.cluster.plugins.module_utils.check_host import gather
-from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_probe import Check
+from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_probe import (
+    Check,
+)
 
 
 def probe(source: str, targets: dict, master: dict, timeout: float) -> dict:

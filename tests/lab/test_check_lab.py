@@ -49,7 +49,7 @@ def test_fresh_lab_then_profile(lab):
     profile = subprocess.run(
         [str(os.path.join(os.path.dirname(sys.executable), "ansible-playbook")), "-i", str(lab.inventory_path),
          str(PROFILE_PLAYBOOK), "-e", json.dumps({"nccl_profile_python": sys.executable})],
-        capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600)
+        capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600, check=False)
     assert profile.returncode == 0, profile.stdout[-3000:]
 
     rc, document, _ = check(lab)

@@ -13,7 +13,7 @@ from ncclkit.check_cli import CheckCollector, build_document
 def ncclkit(*args, **kwargs):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "src"), str(REPO_ROOT / "collections")])}
     return subprocess.run([sys.executable, "-m", "ncclkit.cli", *args], capture_output=True, text=True,
-                          env=env, **kwargs)
+                          env=env, check=False, **kwargs)
 
 
 def test_bad_inventory_is_exit_3(tmp_path):
