@@ -24,6 +24,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices impor
     rdma_disagreement,
     usable_rdma_ports,
 )
+from ansible_collections.ncclkit.cluster.plugins.module_utils.ssh_trust_need import ssh_trust_skip_reason
 
 
 def nccl_profile_env(settings):
@@ -75,5 +76,6 @@ class FilterModule:
             "rdma_usable_ports": usable_rdma_ports,
             "rdma_erdma_devices": erdma_devices,
             "nccl_expected_transport": expected_transport,
+            "nccl_ssh_trust_skip_reason": lambda hosts, connections: ssh_trust_skip_reason(hosts, connections),
             "rdma_disagreement": lambda ports_by_host: rdma_disagreement(dict(ports_by_host)),
         }

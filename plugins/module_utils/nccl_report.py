@@ -162,11 +162,13 @@ def build_report(data, created=None):
         notes.insert(0, "GPU checks skipped on {0}: {1}".format(
             ", ".join(sorted(skipped)), "; ".join(sorted({reason or "no GPU" for reason in skipped.values()}))))
     passed = not reasons
+    # Nothing failed because nothing ran: that is no pass (`passed` stays true so the play goes on).
+    verdict = "failed" if not passed else "passed" if runs else "skipped"
     return {
         "report_version": REPORT_VERSION,
         "created": created,
         "passed": passed,
-        "verdict": "passed" if passed else "failed",
+        "verdict": verdict,
         "reasons": reasons,
         "notes": notes,
         "hosts": hosts,

@@ -121,6 +121,9 @@ def test_no_gpu_anywhere_passes_and_says_the_checks_were_skipped():
                        network={"node1": {"passed": True, "verdicts": []}})
     assert report["passed"] and report["notes"] == ["GPU checks skipped on node1, node2: nvidia-smi not found"]
     assert nccl_report.summary_line(report).endswith("(GPU checks skipped: no host has a GPU)")
+    # Nothing ran: SKIPPED, never PASSED.
+    assert report["verdict"] == "skipped"
+    assert nccl_report.summary_line(report).startswith("nccl_validate SKIPPED: 0 run(s), 0 passed")
     markdown = nccl_report.render_markdown(report)
     assert "| node1 | 0 | not available | skipped: nvidia-smi not found |" in markdown
     assert "- node1: passed\n" in markdown

@@ -1,0 +1,158 @@
+#!/usr/bin/python
+"""`ncclkit check`'s host side: will multi-node training start here? Reads only."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nccl_check
+short_description: Predict whether multi-node torch/NCCL training starts on the cluster, reading only
+description:
+  - Three steps, each one task. V(gather) on every host reads what the rendezvous depends on
+    (what the host name resolves to, the socket interface variables of every start path the
+    nccl_profile role writes, the profile's MASTER_ADDR, /dev/shm, C(ulimit -l), the kernel log's
+    Xid and ECC lines, nvidia_peermem, C(nvidia-smi topo -m), torch's version).
+  - V(probe) on every host pings the address each peer's host name resolves to and opens a TCP
+    connection to the rendezvous (MASTER_ADDR:port), with short timeouts, through the
+    reachability prober of nccl_reachability.
+  - V(judge), once, turns every host's view into findings (code, severity, cause, fix, evidence;
+    docs/check.md lists the codes) and one verdict line per host.
+  - Changes nothing on the hosts.
+version_added: 0.2.0
+author: ncclkit maintainers
+options:
+  step:
+    description: Which step to run.
+    type: str
+    choices: [gather, probe, judge]
+    required: true
+  hostname:
+    description: V(gather) - the host name to resolve; empty takes the host's own (gethostname).
+    type: str
+    default: ""
+  python:
+    description: V(gather) - the training Python, asked for torch's version (empty skips it).
+    type: str
+    default: ""
+  gpu_count:
+    description: V(gather) - the host's GPUs (0 skips C(nvidia-smi topo -m)).
+    type: int
+    default: 0
+  source:
+    description: V(probe) - this host's cluster address (the TCP probe binds to it).
+    type: str
+    default: ""
+  targets:
+    description: V(probe) - peer name to the addresses its host name resolves to (the first is probed; empty when it does not resolve).
+    type: dict
+    default: {}
+  master:
+    description: V(probe) and V(judge) - the rendezvous, C(addr), C(port) and C(source).
+    type: dict
+    default: {}
+  hosts:
+    description:
+      - V(judge) - every host in play order to its view, C(gather)'s result plus C(cluster_ip),
+        C(cluster_ifname), C(gpu_count), C(transport), C(nccl_version), C(driver_version) and
+        C(probes) (V(probe)'s result).
+    type: dict
+    default: {}
+  timeout:
+    description: Seconds a ping or a TCP connection waits.
+    type: float
+    default: 1.0
+attributes:
+  check_mode:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Read what the rendezvous depends on
+  ncclkit.cluster.nccl_check:
+    step: gather
+    python: /usr/bin/python3
+  register: __check_view
+"""
+
+RETURN = r"""
+view:
+  description: V(gather) - what the host shows (resolved, start_paths, profile_master, shm_bytes, memlock_kib, kernel_log,
+    nvidia_peermem, torch_version, topology).
+  returned: step is gather
+  type: dict
+probes:
+  description: V(probe) - C(hostname) (peer -> true/false/null, ping of its host name's address) and
+    C(master) (the TCP connection's outcome, null on the master itself).
+  returned: step is probe
+  type: dict
+check:
+  description: V(judge) - C(ready), C(verdicts) (host -> line), C(findings) (most severe first) and C(master).
+  returned: step is judge
+  type: dict
+"""
+
+import socket
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ncclkit.cluster.plugins.module_utils.check_findings import (
+    judge,
+)
+from ansible_collections.ncclkit.cluster.plugins.module_utils.check_host import gather
+from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_probe import (
+    Check,
+)
+
+
+def probe(source: str, targets: dict, master: dict, timeout: float) -> dict:
+    me = "self"
+    prober = Check({"host": me, "hosts": [{"name": me, "address": source or "0.0.0.0"}], "ports": [],
+                    "peers": [], "probers": [], "connect_timeout": timeout})
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(32, len(targets) + 1))) as pool:
+            # Unpinned, as torch and Gloo connect: the kernel's route to the address decides.
+            pings = {name: pool.submit(prober.ping, addresses[0], None, False) if addresses else None
+                     for name, addresses in targets.items()}
+            on_master = not master.get("addr") or master["addr"] == source
+            connect = None if on_master else pool.submit(
+                prober.connect_once, {"name": "master", "address": master["addr"]}, int(master["port"]))
+            hostname = {name: (future.result() if future else False) for name, future in pings.items()}
+            outcome = None
+            if connect is not None:
+                outcome, conn = connect.result()
+                if conn is not None:
+                    conn.close()
+    finally:
+        prober.peer_pool.shutdown(wait=False)
+        prober.tasks.shutdown(wait=False)
+    return {"hostname": hostname, "master": outcome}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "step": {"type": "str", "choices": ["gather", "probe", "judge"], "required": True},
+            "hostname": {"type": "str", "default": ""},
+            "python": {"type": "str", "default": ""},
+            "gpu_count": {"type": "int", "default": 0},
+            "source": {"type": "str", "default": ""},
+            "targets": {"type": "dict", "default": {}},
+            "master": {"type": "dict", "default": {}},
+            "hosts": {"type": "dict", "default": {}},
+            "timeout": {"type": "float", "default": 1.0},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    if params["step"] == "gather":
+        view = gather(params["hostname"] or socket.gethostname(), params["python"], params["gpu_count"] > 0)
+        module.exit_json(changed=False, view=view)
+    if params["step"] == "probe":
+        module.exit_json(changed=False, probes=probe(params["source"], params["targets"], params["master"],
+                                                     params["timeout"]))
+    if not params["hosts"]:
+        module.fail_json(msg="nccl_check judge: hosts is empty: run the gather and probe steps on every host first")
+    module.exit_json(changed=False, check=judge(params["hosts"], params["master"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""`ncclkit check -i INVENTORY`: will multi-node training start here? Reads only.
+
+Runs playbooks/check.yml (nccl_preflight with its check step) through ansible-runner and prints
+one verdict line per host, then the findings (most severe first); --json prints the document
+{"verdict", "ready", "verdicts", "findings", "unreachable", "master"}. docs/check.md lists the codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from ncclkit import exitcodes
+from ncclkit.paths import collection_root
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("check", help="will multi-node training start here? (reads only)")
+    parser.add_argument("-i", "--inventory", required=True, help="inventory file or folder")
+    parser.add_argument("--json", action="store_true", help="print the findings as one JSON document")
+    parser.set_defaults(handler=check_command)
+
+
+class InventoryError(ValueError):
+    """The inventory is missing, empty or does not parse; the message names it and the fix."""
+
+
+def cluster_hosts(inventory: Path) -> list[str]:
+    """The hosts of the inventory's `cluster` group, or InventoryError."""
+    if not inventory.exists():
+        raise InventoryError(f"inventory {inventory} does not exist (for the lab: run 'ncclkit lab up' first)")
+    os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_FAILED", "true")
+    from ansible.errors import AnsibleError
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+
+    try:
+        manager = InventoryManager(loader=DataLoader(), sources=[str(inventory)])
+    except AnsibleError as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else "it does not parse"
+        raise InventoryError(f"inventory {inventory} is broken: {first}") from None
+    group = manager.groups.get("cluster")
+    hosts = [host.name for host in group.get_hosts()] if group else []
+    if not hosts:
+        raise InventoryError(f"inventory {inventory} has no hosts in the group 'cluster': list the nodes there")
+    return hosts
+
+
+def check_command(args: argparse.Namespace) -> int:
+    inventory = Path(args.inventory)
+    try:
+        hosts = cluster_hosts(inventory)
+    except InventoryError as error:
+        print(f"ncclkit check: {error}", file=sys.stderr)
+        return exitcodes.BAD_INPUT
+    from ncclkit.runner import run_playbook  # ansible-runner is slow to import
+
+    root = collection_root()
+    collector = CheckCollector()
+    result = run_playbook(root / "playbooks" / "check.yml", inventory, project_dir=root, on_event=collector)
+    document = build_document(hosts, collector, result.failures)
+    if args.json:
+        print(json.dumps(document, indent=2))
+    else:
+        print_human(document)
+    if document["unreachable"]:
+        return exitcodes.UNREACHABLE
+    if document["check"] is None:
+        return exitcodes.PROBLEM
+    return exitcodes.OK if document["ready"] else exitcodes.PROBLEM
+
+
+class CheckCollector:
+    """Keeps the judge step's result and which hosts could not be reached."""
+
+    def __init__(self):
+        self.check = None
+        self.unreachable: dict[str, str] = {}
+
+    def __call__(self, event: dict) -> None:
+        data = event.get("event_data", {})
+        if event.get("event") == "runner_on_unreachable":
+            self.unreachable[data.get("host")] = str(data.get("res", {}).get("msg", "")).strip()
+        elif event.get("event") == "runner_on_ok" and str(data.get("task_action", "")).endswith("nccl_check"):
+            check = data.get("res", {}).get("check")
+            if check:
+                self.check = check
+
+
+def build_document(hosts: list[str], collector: CheckCollector, failures: list[dict]) -> dict:
+    check = collector.check
+    failed = [f for f in failures if f["host"] not in collector.unreachable]
+    if collector.unreachable:
+        verdict = f"NOT CHECKED: {len(collector.unreachable)} host(s) unreachable: {', '.join(sorted(collector.unreachable))}"
+    elif check is None:
+        first = failed[0] if failed else {"host": "?", "task": "?", "msg": "the play ended before its check step"}
+        verdict = f"NOT CHECKED: {first['host']}: {first['task']}: {first['msg']}"
+    elif check["ready"]:
+        verdict = "READY: multi-node training should start here"
+    else:
+        errors = [f for f in check["findings"] if f["severity"] == "error"]
+        verdict = f"NOT READY: {len(errors)} error(s); first: {errors[0]['code']}: {errors[0]['cause']}"
+    return {
+        "verdict": verdict, "ready": bool(check and check["ready"] and not collector.unreachable),
+        "verdicts": (check or {}).get("verdicts", {}), "findings": (check or {}).get("findings", []),
+        "master": (check or {}).get("master", {}), "unreachable": collector.unreachable,
+        "failures": failed, "hosts": hosts, "check": check is not None,
+    }
+
+
+def print_human(document: dict) -> None:
+    for host in document["hosts"]:
+        line = document["verdicts"].get(host) or (
+            f"{host}: UNREACHABLE: {document['unreachable'][host]}" if host in document["unreachable"]
+            else f"{host}: not checked")
+        print(line)
+    for item in document["findings"]:
+        where = item["host"] or "cluster"
+        print(f"\n[{item['severity']}] {item['code']} ({where}): {item['cause']}")
+        print(f"  fix: {item['fix']}")
+        for line in item["evidence"][:4]:
+            print(f"  evidence: {line}")
+    print(f"\n{document['verdict']}")

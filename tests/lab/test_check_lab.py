@@ -1,0 +1,60 @@
+"""`ncclkit check` on a fresh 2-node lab (lab 151): the rendezvous hang predicted with its fix;
+after the profile (nccl_preflight + nccl_profile, as site.yml runs them) it passes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from lab_helpers import REPO_ROOT, ncclkit, needs_root
+
+from ncclkit.lab import Lab
+
+pytestmark = [pytest.mark.lab, needs_root]
+INDEX = 151
+PROFILE_PLAYBOOK = REPO_ROOT / "tests" / "nccl_profile" / "playbook.yml"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    lab = Lab(INDEX)
+    lab.down()
+    lab.up(nodes=2, inventory_path=tmp_path_factory.mktemp("lab151") / "hosts.yml")
+    yield lab
+    lab.down()
+
+
+def check(lab):
+    started = time.monotonic()
+    done = ncclkit("check", "-i", str(lab.inventory_path), "--json", timeout=300, cwd=REPO_ROOT)
+    return done.returncode, json.loads(done.stdout), time.monotonic() - started
+
+
+def test_fresh_lab_then_profile(lab):
+    rc, document, seconds = check(lab)
+    assert rc == 1, document
+    errors = {(f["code"], f["host"]) for f in document["findings"] if f["severity"] == "error"}
+    assert {("hostname_unreachable", "node1"), ("hostname_unreachable", "node2"),
+            ("gloo_unpinned", "node1"), ("nccl_unpinned", "node2")} <= errors
+    first = document["findings"][0]
+    assert "GLOO_SOCKET_IFNAME=eth1" in first["fix"] and "198.18.151." in first["cause"]
+    assert document["verdict"].startswith("NOT READY")
+    assert seconds < 60
+
+    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg")}
+    profile = subprocess.run(
+        [str(os.path.join(os.path.dirname(sys.executable), "ansible-playbook")), "-i", str(lab.inventory_path),
+         str(PROFILE_PLAYBOOK), "-e", json.dumps({"nccl_profile_python": sys.executable})],
+        capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600, check=False)
+    assert profile.returncode == 0, profile.stdout[-3000:]
+
+    rc, document, _ = check(lab)
+    assert rc == 0, document["findings"]
+    assert document["verdict"] == "READY: multi-node training should start here"
+    assert {f["severity"] for f in document["findings"]} <= {"warning", "info"}
+    assert document["master"]["addr"] == "198.19.151.11"
+

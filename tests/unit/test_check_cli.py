@@ -1,0 +1,40 @@
+"""`ncclkit check`'s command line: bad inventories (exit 3) and unreachable hosts (exit 4)."""
+
+import os
+import subprocess
+import sys
+
+from conftest import REPO_ROOT
+
+from ncclkit import exitcodes
+from ncclkit.check_cli import CheckCollector, build_document
+
+
+def ncclkit(*args, **kwargs):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "src"), str(REPO_ROOT / "collections")])}
+    return subprocess.run([sys.executable, "-m", "ncclkit.cli", *args], capture_output=True, text=True,
+                          env=env, check=False, **kwargs)
+
+
+def test_bad_inventory_is_exit_3(tmp_path):
+    missing = ncclkit("check", "-i", str(tmp_path / "nope.yml"), timeout=60)
+    assert missing.returncode == 3 and "does not exist" in missing.stderr
+    broken = tmp_path / "broken.yml"
+    broken.write_text("cluster:\n  hosts: [unclosed\n")
+    done = ncclkit("check", "-i", str(broken), timeout=60)
+    assert done.returncode == 3 and "is broken" in done.stderr, done.stderr
+    empty = tmp_path / "empty.yml"
+    empty.write_text("all:\n  hosts: {}\n")
+    done = ncclkit("check", "-i", str(empty), timeout=60)
+    assert done.returncode == 3 and "no hosts in the group 'cluster'" in done.stderr
+
+
+
+def test_unreachable_hosts_are_named_not_judged():
+    collector = CheckCollector()
+    collector({"event": "runner_on_unreachable",
+               "event_data": {"host": "node2", "res": {"msg": "ssh: connect to host 198.18.151.12 port 22: No route to host"}}})
+    document = build_document(["node1", "node2"], collector, [{"host": "node2", "task": "x", "msg": "m"}])
+    assert document["verdict"] == "NOT CHECKED: 1 host(s) unreachable: node2"
+    assert document["unreachable"]["node2"].endswith("No route to host") and not document["ready"]
+    assert exitcodes.UNREACHABLE == 4 and exitcodes.BAD_INPUT == 3

@@ -1,0 +1,135 @@
+"""`ncclkit check`'s decisions (module_utils.check_findings) and host readings (check_host)."""
+
+from ansible_collections.ncclkit.cluster.plugins.module_utils import (
+    check_findings as cf,
+)
+from ansible_collections.ncclkit.cluster.plugins.module_utils import check_host as ch
+from conftest import SAMPLES
+
+PROFILE_ENV = "GLOO_SOCKET_IFNAME=eth1\nNCCL_SOCKET_IFNAME==eth1\n"
+# As ncclkit-env.j2 renders a variable.
+ENV_RUNNER = ("  if [ -z \"${GLOO_SOCKET_IFNAME+set}\" ]; then export GLOO_SOCKET_IFNAME=eth1\n"
+              "  if [ -z \"${NCCL_SOCKET_IFNAME+set}\" ]; then export NCCL_SOCKET_IFNAME='=eth1'\n")
+
+
+def profile_files(env=PROFILE_ENV, runner=ENV_RUNNER):
+    files = {"/etc/nccl.conf": "NCCL_SOCKET_IFNAME==eth1\n",
+             "/etc/profile.d/ncclkit.sh": "export GLOO_SOCKET_IFNAME='eth1'\nexport NCCL_SOCKET_IFNAME='=eth1'\n",
+             "/etc/ncclkit/nccl.env": env, "/opt/ncclkit/bin/ncclkit-env": runner,
+             ch.TORCHRUN: "  --master-addr 198.19.150.11 --master-port 29500 \\\n"}
+    return files.get
+
+
+def host(name, ip, resolved, read=lambda path: None, probes=None, **extra):
+    view = {"hostname": name, "resolved": resolved, "start_paths": ch.start_paths(read),
+            "profile_master": ch.profile_master(read), "shm_bytes": 8 << 30, "memlock_kib": 64,
+            "kernel_log": {"readable": True, "xid": [], "ecc": []}, "nvidia_peermem": False,
+            "topology": {}, "cluster_ip": ip, "cluster_ifname": "eth1", "gpu_count": 0,
+            "transport": "socket", "nccl_version": "2.21.5", "driver_version": "", "torch_version": "2.5.1",
+            "probes": probes or {"hostname": {}, "master": None}}
+    view.update(extra)
+    return view
+
+
+def lab(read=lambda path: None, **extra):
+    """Two lab nodes whose host names resolve to the public eth0 addresses nobody else reaches."""
+    return {"node1": host("node1", "198.19.150.11", ["198.18.150.11"], read,
+                          {"hostname": {"node2": False}, "master": None}, **extra),
+            "node2": host("node2", "198.19.150.12", ["198.18.150.12"], read,
+                          {"hostname": {"node1": False}, "master": "refused"}, **extra)}
+
+
+def codes(result, severity=None):
+    return [f["code"] for f in result["findings"] if severity in (None, f["severity"])]
+
+
+def test_fresh_lab_predicts_the_rendezvous_hang():
+    hosts = lab()
+    result = cf.judge(hosts, cf.choose_master({}, "198.19.150.11", 29500))
+    assert not result["ready"]
+    assert set(codes(result, "error")) == {"hostname_unreachable", "gloo_unpinned", "nccl_unpinned"}
+    first = result["findings"][0]
+    assert first["code"] == "hostname_unreachable" and first["host"] == "node1"
+    assert "GLOO_SOCKET_IFNAME=eth1" in first["fix"] and "198.18.150.11" in first["cause"]
+    assert result["verdicts"]["node2"].startswith("node2: NOT READY")
+
+
+def test_profile_written_everywhere_is_ready():
+    result = cf.judge(lab(profile_files()), cf.choose_master(ch.profile_master(profile_files()), "x", 1))
+    assert result["ready"], result["findings"]
+    assert codes(result) == ["hostname_unreachable", "hostname_unreachable"]   # warnings only
+    assert result["master"]["addr"] == "198.19.150.11" and result["master"]["source"].startswith("the profile")
+
+
+def test_one_start_path_missing_gloo_is_a_warning_naming_it():
+    read = profile_files(env="NCCL_SOCKET_IFNAME==eth1\n")
+    result = cf.judge(lab(read), cf.choose_master({}, "198.19.150.11", 29500))
+    gloo = [f for f in result["findings"] if f["code"] == "gloo_unpinned"]
+    assert gloo and gloo[0]["severity"] == "warning" and "/etc/ncclkit/nccl.env" in gloo[0]["cause"]
+    # That path unpinned, an unreachable host name is an error again: Gloo may bind there.
+    assert "hostname_unreachable" in codes(result, "error")
+
+
+def test_wrong_interface_is_an_error():
+    read = profile_files(env="GLOO_SOCKET_IFNAME=eth0\nNCCL_SOCKET_IFNAME==eth1\n")
+    result = cf.judge(lab(read), {"addr": "198.19.150.11", "port": 29500})
+    wrong = [f for f in result["findings"] if f["code"] == "socket_ifname_wrong"]
+    assert wrong and "eth0" in wrong[0]["cause"] and wrong[0]["severity"] == "error"
+
+
+def test_master_off_cluster_and_blocked_port():
+    hosts = lab(profile_files())
+    hosts["node2"]["probes"]["master"] = "timeout"
+    result = cf.judge(hosts, {"addr": "198.18.150.11", "port": 29500, "source": "test"})
+    assert {"master_off_cluster", "master_port_blocked"} <= set(codes(result, "error"))
+
+
+def test_versions_shm_memlock_and_gpu_health():
+    hosts = lab(profile_files())
+    hosts["node2"].update(nccl_version="2.18.1", shm_bytes=64 << 20, gpu_count=8, transport="ib",
+                          kernel_log={"readable": True, "ecc": [],
+                                      "xid": ["NVRM: Xid (PCI:0000:1b:00): 79, pid=123, GPU has fallen off the bus."]})
+    result = cf.judge(hosts, {"addr": "198.19.150.11", "port": 29500})
+    found = {(f["code"], f["host"]) for f in result["findings"] if f["severity"] == "error"}
+    assert {("version_mismatch", None), ("shm_small", "node2"), ("memlock_low", "node2"),
+            ("gpu_xid", "node2")} <= found
+    assert ("gpudirect_rdma_off", "node2") in {(f["code"], f["host"]) for f in result["findings"]}
+
+
+def test_loopback_hostname():
+    hosts = lab()
+    hosts["node1"]["resolved"] = ["127.0.1.1"]
+    assert "hostname_loopback" in codes(cf.judge(hosts, {}), "error")
+
+
+def test_one_host_has_no_rendezvous_findings():
+    hosts = {"node1": lab()["node1"]}
+    hosts["node1"]["probes"] = {"hostname": {}, "master": None}
+    assert cf.judge(hosts, {})["ready"]
+
+
+def test_assignments_read_every_start_path_form():
+    assert ch.assignments(ENV_RUNNER) == {"GLOO_SOCKET_IFNAME": "eth1", "NCCL_SOCKET_IFNAME": "=eth1"}
+    assert ch.assignments("# GLOO_SOCKET_IFNAME=eth0\nexport GLOO_SOCKET_IFNAME='eth1'\n") == {"GLOO_SOCKET_IFNAME": "eth1"}
+
+
+def test_topology_from_a_real_matrix_and_far_nics():
+    text = (SAMPLES / "check" / "topo_m_8gpu_9nic.txt").read_text().split("\n", 1)[1]
+    topo = ch.parse_topo(text)
+    assert topo["gpus"]["GPU0"]["NIC2"] == "PIX" and topo["gpus"]["GPU4"]["NIC1"] == "PIX"
+    assert len(topo["gpus"]["GPU1"]) == 9
+    far = {"gpus": {gpu: {nic: "SYS" for nic in nics} for gpu, nics in topo["gpus"].items()}}
+    hosts = lab(profile_files(), gpu_count=8, transport="ib", nvidia_peermem=True, memlock_kib=None)
+    assert "gpu_nic_far" not in codes(cf.judge(hosts, {}))
+    hosts["node1"]["topology"] = far
+    assert "gpu_nic_far" in codes(cf.judge(hosts, {}))
+
+
+def test_kernel_log_unreadable_and_ecc():
+    def command(argv, timeout):
+        return (1, "", "dmesg: read kernel buffer failed: Operation not permitted") if argv[0] == "dmesg" \
+            else (0, "kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=1, DBE (double bit error) ECC error\n", "")
+    log = ch.kernel_log(command)
+    assert log["source"] == "journalctl" and log["xid"] and log["ecc"]
+    log = ch.kernel_log(lambda argv, timeout: (1, "", "not permitted"))
+    assert not log["readable"] and log["error"] == "not permitted"
