@@ -22,6 +22,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_launch import
 from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import (
     erdma_devices,
     rdma_disagreement,
+    rdma_transport,
     usable_rdma_ports,
 )
 from ansible_collections.ncclkit.cluster.plugins.module_utils.ssh_trust_need import ssh_trust_skip_reason
@@ -75,6 +76,7 @@ class FilterModule:
             "nccl_env_uniform_names": lambda envs: uniform_names(list(envs)),
             "rdma_usable_ports": usable_rdma_ports,
             "rdma_erdma_devices": erdma_devices,
+            "rdma_transport": rdma_transport,
             "nccl_expected_transport": expected_transport,
             "nccl_ssh_trust_skip_reason": lambda hosts, connections: ssh_trust_skip_reason(hosts, connections),
             "rdma_disagreement": lambda ports_by_host: rdma_disagreement(dict(ports_by_host)),

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from ansible_collections.ncclkit.cluster.plugins.module_utils.container_facts import SHM_ADVISED, shm_required_bytes
+
 RDMA_TRANSPORTS = ("ib", "efa", "erdma")
-SHM_MIN = 1 << 30            # below 1 GiB: NCCL's shared-memory transport and DataLoader workers run out
-SHM_MULTI_GPU_MIN = 256 << 20
+SHM_MIN = SHM_ADVISED        # below 1 GiB: DataLoader workers and busy NCCL jobs run out (a warning)
 MEMLOCK_RDMA_MIN_KIB = 64 << 20   # RDMA registers GPU and host buffers: anything short of huge fails
 
 
@@ -118,7 +119,8 @@ def _resource_findings(me: str, view: dict) -> List[dict]:
     out = []
     shm, gpus = view.get("shm_bytes"), int(view.get("gpu_count") or 0)
     if shm is not None and shm < SHM_MIN:
-        error = gpus > 1 and shm < SHM_MULTI_GPU_MIN
+        # An error where NCCL's own shared-memory transport cannot fit (container_facts' formula).
+        error = shm < shm_required_bytes(gpus)
         out.append(finding(
             "shm_small", "error" if error else "warning", me,
             f"/dev/shm on {me} holds {shm >> 20} MiB: NCCL's shared-memory transport between local GPUs and "

@@ -46,6 +46,17 @@ def erdma_devices(lines) -> list:
     return sorted({port["device"] for port in rdma_ports(lines) if port["usable"] and port["driver"] == ERDMA_DRIVER})
 
 
+def rdma_transport(lines) -> str:
+    """What NCCL should use between hosts by the devices found: efa, erdma, ib or socket."""
+    ports = [port for port in rdma_ports(lines) if port["active"]]
+    drivers = {port["driver"] for port in ports}
+    if "efa" in drivers:
+        return "efa"
+    if ERDMA_DRIVER in drivers:
+        return "erdma"
+    return "ib" if ports else "socket"
+
+
 def usable_rdma_ports(lines) -> list:
     """`device:port` of each active port NCCL's IB transport can use."""
     return [f"{port['device']}:{port['port']}" for port in rdma_ports(lines) if port["usable"]]

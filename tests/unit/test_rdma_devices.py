@@ -45,3 +45,12 @@ def test_a_host_with_a_dead_port_among_rdma_hosts_is_named_with_the_fix():
                               "n3 (mlx5_0:1, mlx5_1:1) have an active RDMA port NCCL can use, n2 has none")
     assert "Bring the ports up on n2" in message
     assert "set nccl_profile_rdma to disabled" in message and "required" in message
+
+
+def test_the_transport_follows_the_active_devices():
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import rdma_transport
+    assert rdma_transport([]) == "socket"
+    assert rdma_transport(["mlx5_0|1|4: ACTIVE|InfiniBand|mlx5_core"]) == "ib"
+    assert rdma_transport(["rocep0s5|1|4: ACTIVE|Ethernet|erdma"]) == "erdma"
+    assert rdma_transport(["rdmap0s6|1|4: ACTIVE|Unspecified|efa"]) == "efa"
+    assert rdma_transport(["mlx5_0|1|1: DOWN|InfiniBand|mlx5_core"]) == "socket"
