@@ -7,7 +7,7 @@ and the ncclkit package can import it. `profile_env(settings)` returns {NAME: va
 Layers, later ones win: what the facts give (NICs, RDMA, debug and PyTorch settings),
 then `ncclkit_cloud_nccl_env` and `ncclkit_nccl_tuning` (hooks a play may set; no ncclkit role
 fills them yet), the user's `nccl_profile_tuning`, and last the user's `nccl_profile_extra_env`.
-Tuning variables never come from a default: the article's "cloud-optimal" values measured
+Tuning variables never come from a default: the often-quoted "cloud-optimal" values measured
 30% slower than NCCL's own choice on two simulated nodes over sockets (one H200).
 """
 

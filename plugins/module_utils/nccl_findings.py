@@ -26,7 +26,7 @@ FIX_RENDEZVOUS = ("start every node with the same --nnodes, --rdzv_id and --rdzv
                   "MASTER_PORT) set to the master's cluster address, and open that port between the hosts")
 FIX_LOOK_FIRST = ("read the findings above this one: they name the cause; if there are none, rerun with "
                   "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and read the first NCCL WARN")
-FIX_INTERNAL = ("check the network first, as the article advises: " + FIX_NIC + ", NCCL_IB_DISABLE=1 where "
+FIX_INTERNAL = ("check the network first: " + FIX_NIC + ", NCCL_IB_DISABLE=1 where "
                 "there is no InfiniBand, and open the ports between the hosts; then rerun with NCCL_DEBUG=INFO")
 
 
@@ -266,7 +266,7 @@ RULES = (
           escalate="ib"),
     _rule("ib_disabled", "info", "NCCL_IB_DISABLE set by environment to 1",
           r"NCCL_IB_DISABLE set by environment to 1\b",
-          "InfiniBand is switched off by NCCL_IB_DISABLE=1 (as the article recommends where there is none)",
+          "InfiniBand is switched off by NCCL_IB_DISABLE=1 (right only where there is no InfiniBand)",
           "nothing to do without InfiniBand; with InfiniBand unset NCCL_IB_DISABLE",
           escalate="ib"),
     _rule("efa_missing", "info", "NET/OFI",

@@ -115,7 +115,7 @@ def test_an_mtu_mismatch_is_named_in_the_last_lines(lab, converged):
 
 
 def test_the_public_nic_is_named_as_the_wrong_nic(lab, converged):
-    # The article's failure: eth0 (where the hostname resolves) carries no node-to-node traffic.
+    # The wrong-NIC failure: eth0 (where the hostname resolves) carries no node-to-node traffic.
     result = play(lab.inventory, "--tags", "nccl_preflight,nccl_network_diagnose",
                   variables={"nccl_preflight_ifname": "eth0"})
     assert result.rc != 0

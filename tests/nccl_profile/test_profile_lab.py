@@ -2,7 +2,7 @@
 bad values refused before anything is written, `state: absent` and check mode on fresh nodes,
 the first run, the
 files and launch scripts per host, mpirun across the nodes over SSH, a second run that changes
-nothing, the article's hang and its fix (training_check.py), and `state: absent`.
+nothing, the wrong-NIC hang and its fix (training_check.py), and `state: absent`.
 Marked `lab` (root) and `slow`; the timings are recorded as test properties.
 """
 
@@ -214,7 +214,7 @@ def training(lab, converged):
 
 
 def test_without_the_profile_training_hangs_in_gloo_connect(training, timings):
-    """The article's failure: torchrun's rendezvous (on the master's cluster address) works, then
+    """The wrong-NIC failure: torchrun's rendezvous (on the master's cluster address) works, then
     Gloo binds the address the hostname resolves to (eth0) and connects to the peer's eth0, where
     the lab drops node-to-node traffic. Stopped as soon as that is seen and has lasted a while."""
     ranks = start_training(training, EXAMPLE, profile=False, extra_args=["--master-port", "29541"])
