@@ -5,7 +5,7 @@ Pure Python: the nccl_autodl module calls it; the decisions are unit-tested here
 
 from __future__ import annotations
 
-MIB = 1024 * 1024
+from ansible_collections.ncclkit.cluster.plugins.module_utils.container_facts import MIB
 
 
 def shm_message(container: dict, host: str, fallback: bool) -> str:

@@ -35,10 +35,6 @@ PROXY_NAMES = ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PRO
 _NO_PROXY_VALUE = re.compile(r"^[A-Za-z0-9.,:*/_-]*$")
 
 
-class ContainerFactsError(ValueError):
-    """A file that must be readable is not; the message names it."""
-
-
 def _read(path: str) -> str | None:
     try:
         with open(path, encoding="utf-8", errors="replace") as stream:

@@ -154,8 +154,8 @@ def _mtu_verdict(source, target, probe, target_result):
                         f"{source.get('ifname')} mtu {min(own, other)}, or the cloud's jumbo-frame setting)")
     return _verdict("path_mtu", "error", s, t,
                     f"the path from {s} to {t} carries less than MTU {own}: {seen}",
-                    f"lower the cluster NIC's MTU on every host to what the network carries, or enable "
-                    f"jumbo frames on the network")
+                    "lower the cluster NIC's MTU on every host to what the network carries, or enable "
+                    "jumbo frames on the network")
 
 
 def _ports_verdict(source, target, probe, failed, target_result, ifname):
