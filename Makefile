@@ -48,9 +48,11 @@ $(PIP_STAMP): pyproject.toml $(APT_STAMP)
 install: setup
 	$(BIN)/python -m pip install -q --no-deps --force-reinstall .
 
+# The lab's nodes share this machine's files: the virtualenv's Python (with torch) is the training
+# Python, so that validation runs a real Gloo all-reduce across the nodes (they have no GPU).
 demo: install
 	ncclkit lab up --nodes $(DEMO_NODES)
-	ansible-playbook site.yml -i inventories/lab
+	ansible-playbook site.yml -i inventories/lab -e nccl_profile_python=$(abspath $(BIN))/python
 	ncclkit lab status
 
 test: install

@@ -41,7 +41,15 @@ COMPUTED_SOURCES = {
     "NCCL_DEBUG_FILE": "nccl_profile_debug_file",
     "TORCH_NCCL_ASYNC_ERROR_HANDLING": "nccl_profile_torch_async_error_handling",
     "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "nccl_profile_torch_heartbeat_timeout_sec",
+    "TORCH_NCCL_TRACE_BUFFER_SIZE": "nccl_profile_flight_recorder_entries",
+    "TORCH_NCCL_DUMP_ON_TIMEOUT": "nccl_profile_flight_recorder_entries",
+    "TORCH_FR_DUMP_TEMP_FILE": "nccl_profile_flight_recorder_dir",
+    "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": "nccl_profile_flight_recorder_dir",
 }
+# PyTorch's flight recorder writes <prefix><rank> on a watchdog timeout; TORCH_FR_DUMP_TEMP_FILE
+# is the name from torch 2.5, TORCH_NCCL_DEBUG_INFO_TEMP_FILE the one before.
+FLIGHT_RECORDER_PREFIX = "nccl_trace_rank_"
+_FOLDER = re.compile(r"^/[A-Za-z0-9_.+/-]*$")
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
@@ -166,7 +174,27 @@ def _computed(settings: dict, problems: list) -> dict:
         env["TORCH_NCCL_BLOCKING_WAIT"] = "1"
     if settings.get("torch_heartbeat_timeout_sec"):
         env["TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"] = settings["torch_heartbeat_timeout_sec"]
+    env.update(_flight_recorder_env(settings, problems))
     return env
+
+
+def _flight_recorder_env(settings: dict, problems: list) -> dict:
+    """PyTorch's NCCL flight recorder: the last collectives of every rank, dumped when the watchdog
+    times out, so that `ncclkit diagnose` names the rank and collective that fell out of step."""
+    entries, folder = _integer(settings.get("flight_recorder_entries") or 0), settings.get("flight_recorder_dir") or ""
+    if entries is None or entries < 0:
+        problems.append(f"nccl_profile_flight_recorder_entries must be a whole number of entries, 0 to turn the "
+                        f"recorder off (got {settings.get('flight_recorder_entries')!r})")
+        return {}
+    if not entries:
+        return {}
+    if not _FOLDER.match(str(folder)) or "/../" in f"{folder}/":
+        problems.append(f"nccl_profile_flight_recorder_dir must be an absolute folder of letters, digits and "
+                        f"_.+-/ (got {folder!r})")
+        return {}
+    prefix = f"{str(folder).rstrip('/')}/{FLIGHT_RECORDER_PREFIX}"
+    return {"TORCH_NCCL_TRACE_BUFFER_SIZE": str(entries), "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
+            "TORCH_FR_DUMP_TEMP_FILE": prefix, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": prefix}
 
 
 def _networks(value, problems: list) -> list:

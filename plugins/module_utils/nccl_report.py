@@ -55,7 +55,14 @@ class NcclReportError(ValueError):
 TRANSPORT_FALLBACK_CODES = ("socket_instead_of_ib", "socket_instead_of_efa")
 
 
+# The run nccl_validate makes on hosts without GPU: it proves the launcher, rendezvous and Gloo path.
+GLOO_RUN = "gloo"
+NCCL_NOT_EXERCISED = "Gloo/CPU: NCCL not exercised"
+
+
 def run_title(run):
+    if run.get("name") == GLOO_RUN:
+        return "Gloo all-reduce across " + ", ".join(run.get("hosts") or [run.get("host") or "?"])
     if run.get("name") == "multi":
         return "multi-node across " + ", ".join(run.get("hosts") or [run.get("host") or "?"])
     return "single-node on " + str(run.get("host"))
@@ -68,17 +75,20 @@ def run_verdict(run):
         return False, ["{0}: not run: {1}".format(title, run.get("not_run_reason") or "unknown reason")]
     reasons = []
     perf = run.get("perf")
+    program = "the Gloo all-reduce" if run.get("name") == GLOO_RUN else "all_reduce_perf"
     if timed_out(run):
-        reasons.append("{0}: all_reduce_perf did not finish within {1} s and was stopped: it hung (across "
+        reasons.append("{0}: {program} did not finish within {1} s and was stopped: it hung (across "
                        "nodes usually NCCL or Gloo on the wrong NIC, or blocked ports; see the findings)"
-                       .format(title, run.get("timeout_s")))
+                       .format(title, run.get("timeout_s"), program=program))
     elif run.get("rc") == KILLED_RC:
         after = " after {0:.1f} s".format(run["duration_s"]) if isinstance(run.get("duration_s"), (int, float)) else ""
-        reasons.append("{0}: all_reduce_perf was killed by signal 9{1}, before the {2} s timeout: out of memory? "
-                       "(see dmesg on the host; lower nccl_validate_max_bytes)".format(title, after, run.get("timeout_s")))
+        reasons.append("{0}: {program} was killed by signal 9{1}, before the {2} s timeout: out of memory? "
+                       "(see dmesg on the host; lower nccl_validate_max_bytes)".format(title, after, run.get("timeout_s"),
+                                                                                       program=program))
     elif perf is None:
-        reasons.append("{0}: no nccl-tests result (rc {1}): {2}".format(
-            title, run.get("rc"), run.get("perf_error") or "the output could not be read"))
+        reasons.append("{0}: no {1} result (rc {2}): {3}".format(
+            title, "Gloo" if run.get("name") == GLOO_RUN else "nccl-tests", run.get("rc"),
+            run.get("perf_error") or "the output could not be read"))
         reasons.extend("  stderr: " + line for line in (run.get("stderr_tail") or [])[-5:])
     if perf is not None and not perf.get("passed"):
         failed = [gate["message"] for gate in perf.get("gates", []) if not gate.get("passed")]
@@ -144,18 +154,26 @@ def build_report(data, created=None):
     created = created or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     hosts = data.get("hosts") or {}
     runs = []
+    notes = list(data.get("notes") or [])
+    # A run the role would make only where it can (the Gloo run without torch) is a note, not a failure.
+    records, skipped = [], set()
+    for run in data.get("runs") or []:
+        if run.get("optional") and not run.get("ran", True):
+            skipped.add(run.get("name"))
+            notes.append("{0} skipped: {1}".format(run_title(run), run.get("not_run_reason") or "unknown reason"))
+        else:
+            records.append(run)
     # Each node on its own first, then across nodes: the order in which to read them.
-    for run in sorted(data.get("runs") or [], key=lambda run: (run.get("name") == "multi", str(run.get("host")))):
+    for run in sorted(records, key=lambda run: (run.get("name") in ("multi", GLOO_RUN), str(run.get("host")))):
         passed, reasons = run_verdict(run)
         runs.append(dict(run, title=run_title(run), timed_out=timed_out(run), passed=passed, reasons=reasons))
     network = {host: facts for host, facts in (data.get("network") or {}).items() if facts}
     network_ok, network_reasons = network_verdict(network)
-    notes = list(data.get("notes") or [])
     missing = sorted(host for host, record in hosts.items() if not record)
     reasons = [line for run in runs for line in run["reasons"]] + network_reasons
     reasons += ["{0}: no validation data: the host failed or was unreachable before nccl_validate "
                 "ran (see the play's output)".format(host) for host in missing]
-    reasons += unrecorded_runs(data.get("plan") or {}, runs, missing)
+    reasons += unrecorded_runs(data.get("plan") or {}, runs, missing, skipped)
     skipped = {host: record.get("skip_reason") for host, record in hosts.items()
                if record and not record.get("gpus")}
     if skipped:
@@ -181,13 +199,15 @@ def build_report(data, created=None):
     }
 
 
-def unrecorded_runs(plan, runs, missing):
+def unrecorded_runs(plan, runs, missing, skipped=()):
     """A reason for each planned run without a record: its host failed before the run (a host
-    without any data has its own reason already)."""
+    without any data has its own reason already; a run skipped where it could not run has a note)."""
     recorded = {(run.get("name"), run.get("host")) for run in runs}
     reasons = ["single-node on {0}: planned but never run: the host failed before its run (see the play's "
                "output)".format(host) for host in plan.get("single") or []
                if ("single", host) not in recorded and host not in missing]
+    if plan.get("gloo") and GLOO_RUN not in skipped and not any(run.get("name") == GLOO_RUN for run in runs):
+        reasons.append("Gloo all-reduce: planned but never run: a host failed before it (see the play's output)")
     if plan.get("multi") and not any(run.get("name") == "multi" for run in runs):
         reasons.append("multi-node across {0}: planned but never run: the launch host {1} failed before it "
                        "(see the play's output)".format(", ".join(plan.get("multi_hosts") or []) or "?",
@@ -226,9 +246,12 @@ def summary_line(report):
     # data, are failures (reasons), not skipped checks.
     records = list(report["hosts"].values())
     no_gpu_anywhere = bool(records) and all(record and not record.get("gpus") for record in records)
+    notes = [NCCL_NOT_EXERCISED] if any(run.get("name") == GLOO_RUN and run.get("ran", True)
+                                        for run in report["runs"]) and no_gpu_anywhere else []
+    notes += ["GPU checks skipped: no host has a GPU"] if no_gpu_anywhere else []
     return "nccl_validate {0}: {1} run(s), {2} passed{3}".format(
         report["verdict"].upper(), len(report["runs"]), sum(1 for run in report["runs"] if run["passed"]),
-        " (GPU checks skipped: no host has a GPU)" if no_gpu_anywhere else "")
+        " ({0})".format("; ".join(notes)) if notes else "")
 
 
 # -- Markdown ------------------------------------------------------------------------------
@@ -285,7 +308,13 @@ def _run_section(run):
     if timed_out(run):
         facts.append("stopped after the {0} s timeout".format(run.get("timeout_s")))
     perf = run.get("perf")
-    if perf:
+    if perf and perf.get("backend") == GLOO_RUN:
+        facts += ["ranks {0} on {1}".format(perf.get("ranks"), ", ".join(perf.get("hosts") or []) or "?"),
+                  "torch {0}".format(perf.get("torch_version") or "?"), NCCL_NOT_EXERCISED]
+        if perf.get("peak_busbw_gbps") is not None:
+            facts.append("busbw {0} GB/s at {1} (slowest rank; {2} s per all-reduce)".format(
+                _num(perf["peak_busbw_gbps"]), human_size(perf.get("bytes")), _num(perf.get("seconds"))))
+    elif perf:
         facts += ["ranks {0} on {1}".format(perf.get("ranks"), ", ".join(perf.get("hosts") or []) or "?"),
                   "NCCL {0}".format(perf.get("nccl_version") or "?"),
                   "nccl-tests {0}".format(perf.get("nccl_tests_version") or "?")]

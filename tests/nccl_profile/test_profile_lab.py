@@ -119,7 +119,7 @@ def test_present_keeps_the_nccl_conf_it_replaced_as_a_backup(lab, converged):
     assert "Written by ncclkit.cluster.nccl_profile" in read(lab, "node1", "/etc/nccl.conf")
 
 
-def test_each_host_gets_its_rank_the_one_master_and_its_nic(converged):
+def test_each_host_gets_its_rank_the_one_master_and_its_nic(lab, converged):
     launch = {host: facts["ncclkit_launch"] for host, facts in converged.facts.items()}
     assert sorted(launch) == list(NODES)
     assert [launch[node]["node_rank"] for node in NODES] == [0, 1]
@@ -140,8 +140,14 @@ def test_each_host_gets_its_rank_the_one_master_and_its_nic(converged):
             "OMPI_MCA_btl_tcp_if_include": NETWORK,
             "OMPI_MCA_oob_tcp_if_include": NETWORK,
             "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
+            "TORCH_FR_DUMP_TEMP_FILE": "/var/tmp/ncclkit-flight-recorder/nccl_trace_rank_",
+            "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": "/var/tmp/ncclkit-flight-recorder/nccl_trace_rank_",
+            "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
+            "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",
             "TP_SOCKET_IFNAME": facts["ncclkit_cluster_ifname"],
         }
+        folder = node_sh(lab, node, "stat -c %a /var/tmp/ncclkit-flight-recorder")
+        assert folder.stdout.strip() == "1777", folder.stderr
 
 
 def test_every_way_a_job_starts_sees_the_same_profile(lab, converged):

@@ -149,3 +149,24 @@ def test_bad_settings_are_refused_with_the_cause(changes, message):
 def test_every_problem_is_reported_at_once():
     problems = env_problems(settings(debug="LOUD", tuning={"NCCL_PROTO": "x", "NCCL_ALGO": "y"}))
     assert len(problems) == 3
+
+
+def test_the_flight_recorder_dumps_every_rank_into_one_folder_on_a_timeout():
+    env = profile_env(settings(flight_recorder_entries="2000", flight_recorder_dir="/var/tmp/fr/"))
+    assert env["TORCH_NCCL_TRACE_BUFFER_SIZE"] == "2000" and env["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"
+    # Both names torch has used for the dump prefix (2.5 renamed it).
+    assert env["TORCH_FR_DUMP_TEMP_FILE"] == env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] == "/var/tmp/fr/nccl_trace_rank_"
+    assert not {"TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_FR_DUMP_TEMP_FILE"} & set(
+        profile_env(settings(flight_recorder_entries=0, flight_recorder_dir="/var/tmp/fr")))
+
+
+@pytest.mark.parametrize("entries, folder, words", [
+    ("many", "/var/tmp/fr", "nccl_profile_flight_recorder_entries must be a whole number"),
+    (-1, "/var/tmp/fr", "nccl_profile_flight_recorder_entries must be a whole number"),
+    (100, "var/tmp/fr", "nccl_profile_flight_recorder_dir must be an absolute folder"),
+    (100, "/tmp/$(reboot)", "nccl_profile_flight_recorder_dir must be an absolute folder"),
+    (100, "/var/tmp/../etc", "nccl_profile_flight_recorder_dir must be an absolute folder"),
+])
+def test_a_bad_flight_recorder_setting_is_refused(entries, folder, words):
+    problems = env_problems(settings(flight_recorder_entries=entries, flight_recorder_dir=folder))
+    assert any(words in problem for problem in problems), problems

@@ -1,0 +1,112 @@
+"""nccl_validate on hosts without GPU (lab 40, after the profile): a Gloo all-reduce across the
+nodes through each node's ncclkit-torchrun. A healthy lab passes with a measured bandwidth; a rank
+stopped (SIGSTOP) mid-run is caught by the timeout with its evidence taken before the kill, and a
+rank killed (SIGKILL) fails the run; both name the rank and its host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO_ROOT
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+PLAYBOOK = Path(__file__).parent / "playbooks" / "validate_gloo.yml"
+
+
+def start(lab, workdir: Path, **extra) -> subprocess.Popen:
+    workdir.mkdir(parents=True, exist_ok=True)
+    variables = {"nccl_profile_python": sys.executable, "nccl_validate_gloo_bytes": 4 << 20, **extra}
+    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "PWD": str(workdir),
+           "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_DEPRECATION_WARNINGS": "0"}
+    return subprocess.Popen([str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(lab.inventory_path),
+                             str(PLAYBOOK), "-e", json.dumps(variables)], cwd=workdir, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def finish(play: subprocess.Popen, workdir: Path, timeout: float = 400) -> tuple[int, str, dict]:
+    out, _ = play.communicate(timeout=timeout)
+    folders = sorted((workdir / "ncclkit-report").glob("2*"))
+    assert len(folders) == 1, out[-3000:]
+    return play.returncode, " ".join(out.replace("''", "'").split()), json.loads((folders[0] / "report.json").read_text())
+
+
+def rank_pid(rank: int, limit_s: float = 400) -> int:
+    """The Gloo rank's process (the lab's nodes share this machine's process table), once it runs."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+                environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"gloo_allreduce.py" in cmdline and b"torch.distributed.run" not in cmdline \
+                    and f"RANK={rank}".encode() in environ:
+                return int(entry)
+        time.sleep(0.5)
+    raise AssertionError(f"no Gloo rank {rank} within {limit_s} s")
+
+
+def wait_until_ready(lab, node: str, limit_s: float = 300) -> None:
+    """Until the node's rank has joined the process group: what follows is in the all-reduces."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        done = lab.exec(node, ["sh", "-c", "cat /tmp/ncclkit-validate-*/gloo.txt 2>/dev/null"],
+                        capture_output=True, text=True, timeout=30)
+        if "process group ready" in done.stdout:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the Gloo rank on {node} did not join within {limit_s} s")
+
+
+def gloo_run(report: dict) -> dict:
+    runs = [run for run in report["runs"] if run["name"] == "gloo"]
+    assert len(runs) == 1, report["runs"]
+    return runs[0]
+
+
+def test_a_healthy_lab_passes_with_the_gloo_bandwidth_and_says_nccl_was_not_exercised(lab, tmp_path):
+    rc, said, report = finish(start(lab, tmp_path), tmp_path)
+    assert rc == 0, said[-3000:]
+    assert "nccl_validate PASSED: 1 run(s), 1 passed (Gloo/CPU: NCCL not exercised; GPU checks skipped" in said
+    run = gloo_run(report)
+    assert run["passed"] and run["rc"] == 0 and run["title"] == "Gloo all-reduce across node1, node2"
+    assert run["perf"]["ranks"] == 2 and run["perf"]["hosts"] == ["node1", "node2"]
+    assert run["perf"]["peak_busbw_gbps"] > 0 and run["perf"]["bytes"] == 4 << 20
+    assert run["command"][0] == "/opt/ncclkit/bin/ncclkit-torchrun"
+    assert sorted(run["raw"]) == ["raw/node1/gloo.stderr.txt", "raw/node1/gloo.txt",
+                                  "raw/node2/gloo.stderr.txt", "raw/node2/gloo.txt"]
+
+
+def test_a_stopped_rank_is_caught_by_the_timeout_with_its_evidence(lab, tmp_path):
+    play = start(lab, tmp_path, nccl_validate_gloo_iters=1000000, nccl_validate_timeout_s=30)
+    stopped = rank_pid(1)
+    wait_until_ready(lab, "node2")
+    os.kill(stopped, signal.SIGSTOP)
+    rc, said, report = finish(play, tmp_path)
+    assert rc != 0
+    run = gloo_run(report)
+    assert run["timed_out"] and not run["passed"]
+    assert any(f"rank=1 host=node2 pid={stopped} state=T (stopped)" in line for line in run["forensics"]), run["forensics"]
+    assert "Gloo all-reduce across node1, node2: the Gloo all-reduce did not finish within 30 s" in said
+
+
+def test_a_killed_rank_fails_the_run(lab, tmp_path):
+    play = start(lab, tmp_path, nccl_validate_gloo_iters=1000000, nccl_validate_timeout_s=90)
+    killed = rank_pid(1)
+    wait_until_ready(lab, "node2")
+    os.kill(killed, signal.SIGKILL)
+    rc, said, report = finish(play, tmp_path)
+    assert rc != 0
+    run = gloo_run(report)
+    assert not run["passed"] and not run["timed_out"] and run["rc"] not in (0, 124)
