@@ -26,14 +26,29 @@ NEUTRAL = ("counter", "log", "comment", "notrack")
 
 
 def ruleset_model(nft: Optional[dict], managed_tables=(), iptables_save: Optional[str] = None) -> dict:
+    """The input chains of both rulesets. A ruleset of a shape this reader does not know (another
+    nft version, a cut-off dump) is left out and named in `unreadable`: the verdicts then cannot
+    blame a rule in it, and say nothing rather than something wrong."""
     chains: Dict[str, dict] = {}
     bases: List[tuple] = []
-    if nft:
-        _nft_model(nft, {tuple(table) for table in managed_tables}, chains, bases)
-    if iptables_save:
-        _iptables_model(iptables_save, chains, bases)
+    unreadable = []
+    for name, read in (("nft", lambda: _nft_model(nft, {tuple(table) for table in managed_tables}, chains, bases)),
+                       ("iptables", lambda: _iptables_model(iptables_save, chains, bases))):
+        if not (nft if name == "nft" else iptables_save):
+            continue
+        kept = (dict(chains), list(bases))
+        try:
+            read()
+        except (AttributeError, KeyError, TypeError, ValueError, IndexError, StopIteration) as error:
+            chains.clear()
+            chains.update(kept[0])
+            bases[:] = kept[1]
+            unreadable.append("{0} ruleset: {1}".format(name, type(error).__name__))
     bases.sort()
-    return {"chains": chains, "bases": [name for _, name in bases]}
+    model = {"chains": chains, "bases": [name for _, name in bases]}
+    if unreadable:
+        model["unreadable"] = unreadable
+    return model
 
 
 def drops(model: dict, source: str, port: int, ifname: str, dest: Optional[str] = None) -> List[dict]:

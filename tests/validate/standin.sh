@@ -18,7 +18,8 @@ elif [ -n "${OMPI_COMM_WORLD_RANK:-}" ]; then  # a rank under a real mpirun: ran
   kind=multi
   [ "$OMPI_COMM_WORLD_RANK" = 0 ] || exit 0
 fi
-echo "$kind NCCL_DEBUG=${NCCL_DEBUG:-} NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-} $*" >> "${STANDIN_LOG:-/tmp/ncclkit-standin.log}"
+echo "$kind NCCL_DEBUG=${NCCL_DEBUG:-} NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-} NCCL_DEBUG_FILE=[${NCCL_DEBUG_FILE-unset}] $*" \
+  >> "${STANDIN_LOG:-/tmp/ncclkit-standin.log}"
 if [ "$1" = -h ]; then  # the usage line of nccl-tests 2.17.3+
   echo "[-J,--output_file <file> write output to filepath, if accessible. Infer type from suffix]"; exit 0
 fi

@@ -91,7 +91,9 @@ def contract_facts(mode: str, **overrides) -> dict:
                                "version": "2.19.6", "nccl_version": "2.28.9", "mpi": True},
         "ncclkit_gpu_capabilities": {"present": True, "count": 1, "sm": [90]},
         "ncclkit_launch": {"mpirun": "/opt/ncclkit/bin/ncclkit-mpirun", "nnodes": 2},
-        "ncclkit_nccl_env": {"NCCL_SOCKET_IFNAME": "eth1", "NCCL_IB_DISABLE": "1"},
+        # A profile that logs to a file: validation must keep NCCL's lines in its own output.
+        "ncclkit_nccl_env": {"NCCL_SOCKET_IFNAME": "eth1", "NCCL_IB_DISABLE": "1",
+                             "NCCL_DEBUG_FILE": "/var/log/nccl.%h.log", "NCCL_DEBUG_SUBSYS": "COLL"},
     }
     facts.update(overrides)
     return facts
@@ -145,8 +147,9 @@ def test_a_healthy_cluster_passes_with_fetched_outputs_and_a_report(lab, tmp_pat
     assert list(runs) == ["single-node on node1", "single-node on node2", "multi-node across node1, node2"]
     multi = runs["multi-node across node1, node2"]
     assert multi["perf"]["ranks"] == 2 and multi["perf"]["largest_size_busbw_gbps"] == 2.99
-    assert multi["expected_ranks"] == 2 and multi["command"][:5] == ["/opt/ncclkit/bin/ncclkit-mpirun", "-x", "NCCL_DEBUG",
-                                                                      "-x", "NCCL_ALGO"]
+    assert multi["expected_ranks"] == 2 and multi["command"][:11] == [
+        "/opt/ncclkit/bin/ncclkit-mpirun", "-x", "NCCL_DEBUG", "-x", "NCCL_ALGO", "-x", "NCCL_DEBUG",
+        "-x", "NCCL_DEBUG_FILE", "-x", "NCCL_DEBUG_SUBSYS"]
     # Raw outputs fetched byte for byte, the -J JSON where the stand-in wrote one.
     assert (folder / "raw/node1/multi.txt").read_bytes() == TWO_HOSTS.read_bytes()
     assert (folder / "raw/node2/single.txt").read_bytes() == ONE_GPU.read_bytes()
@@ -157,9 +160,14 @@ def test_a_healthy_cluster_passes_with_fetched_outputs_and_a_report(lab, tmp_pat
     calls = run_in(lab, "node1", f"cat {STANDIN_LOG}")[len(before):].splitlines()
     single, remote, multi_call = calls
     # nccl_validate_env reaches the ranks on the other hosts too: the launcher forwards it.
-    assert remote == "remote ranks see: NCCL_DEBUG=INFO NCCL_ALGO=Ring"
-    assert single.startswith("single NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth1 -b 8 -e 1G -f 2 -g 1 -n 20 -w 5 -c 1 -J /tmp/")
-    assert multi_call.startswith("multi NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth1 -x NCCL_DEBUG -x NCCL_ALGO "
+    # The run's own logging wins over the profile's NCCL_DEBUG_FILE and NCCL_DEBUG_SUBSYS (empty:
+    # NCCL writes to the run's stdout), on this host and on the others.
+    assert remote == ("remote ranks see: NCCL_DEBUG=INFO NCCL_ALGO=Ring NCCL_DEBUG=INFO NCCL_DEBUG_FILE= "
+                      "NCCL_DEBUG_SUBSYS=INIT,BOOTSTRAP,ENV,NET")
+    assert single.startswith("single NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth1 NCCL_DEBUG_FILE=[] "
+                             "-b 8 -e 1G -f 2 -g 1 -n 20 -w 5 -c 1 -J /tmp/")
+    assert multi_call.startswith("multi NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth1 NCCL_DEBUG_FILE=[] -x NCCL_DEBUG "
+                                 "-x NCCL_ALGO -x NCCL_DEBUG -x NCCL_DEBUG_FILE -x NCCL_DEBUG_SUBSYS "
                                  "/opt/standin/pass/all_reduce_perf -b 8 -e 1G -f 2 -g 1 ")
     assert " -J /tmp/" in multi_call
     # The scratch folders are gone from the hosts.
@@ -249,7 +257,11 @@ def test_hosts_without_gpu_skip_the_gpu_checks_and_pass_with_the_network_facts(l
     assert "GPU checks skipped: no host has a GPU" in done.stdout
     report = report_of(folder)
     assert report["passed"] and report["runs"] == []
-    assert report["notes"] == ["GPU checks skipped on node1, node2: nvidia-smi not found"]
+    # The Gloo run needs the profile's launcher, which this play does not have: a note, not a failure.
+    assert report["notes"] == ["GPU checks skipped on node1, node2: nvidia-smi not found",
+                               "Gloo all-reduce across node1, node2 skipped: node1: no launcher: "
+                               "ncclkit_launch.torchrun is not set; run the nccl_profile role; node2: no launcher: "
+                               "ncclkit_launch.torchrun is not set; run the nccl_profile role"]
     assert report["network"] == {"node1": network, "node2": network}
     assert "## Network (nccl_network)" in (folder / "report.md").read_text()
 
