@@ -18,15 +18,8 @@ py=$(command -v python3)
 nccl=$($py -c 'import nvidia.nccl as m; print(list(m.__path__)[0])')
 say "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); NCCL $nccl; $($py -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())')"
 
-mkdir -p "$w/nh/lib" "$w/mh"
-ln -sfn "$nccl/include" "$w/nh/include"; ln -sfn "$nccl/lib/libnccl.so.2" "$w/nh/lib/libnccl.so"
-ln -sfn "$(mpicc --showme:incdirs | awk '{print $1}')" "$w/mh/include"
-ln -sfn "$(mpicc --showme:libdirs | awk '{print $1}')" "$w/mh/lib"
-cp -a "$src" "$w/src"
-make -C "$w/src/src" -j "$(nproc)" build MPI=1 MPI_HOME="$w/mh" NCCL_HOME="$w/nh" CUDA_HOME=/usr/local/cuda \
-  NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" BUILDDIR="$w/build" BIN_FILES_LIST=all_reduce > "$w/make.log" 2>&1
-say "build rc=$?"
-export LD_LIBRARY_PATH=$nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+lib=$("$here/h200_build_all_reduce.sh" "$src" "$w"); say "build rc=$?"
+export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 wait_for() { # file regex seconds
   local i; for ((i = 0; i < $3 * 2; i++)); do grep -qE "$2" "$1" 2>/dev/null && return 0; sleep 0.5; done; return 1
