@@ -25,8 +25,8 @@ NFT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,254}")
 NFT_NAME_RULE = "an nftables table or chain name is a letter or _, then up to 254 letters, digits, _ . -"
 NFT_FAMILIES = ("ip", "inet")
 # firewalld zone names: its own rule (letters, digits, _ + -), at most 17 characters.
-ZONE = re.compile(r"[A-Za-z0-9_+-]{1,17}")
-ZONE_RULE = "a firewalld zone name is 1-17 letters, digits, _ + -"
+ZONE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_+-]{0,16}")
+ZONE_RULE = "a firewalld zone name is 1-17 letters, digits, _ + -, not starting with + or -"
 # Inventory names: a DNS name, an IPv4 or IPv6 address.
 HOSTNAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}")
 HOSTNAME_RULE = "a host name is a DNS name or an IP address: letters, digits, _ . : -, not starting with - or ."
