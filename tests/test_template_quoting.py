@@ -4,6 +4,7 @@ facts (a library path, a version) reach the scripts quoted."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -49,6 +50,11 @@ PLAYBOOK = """
 """
 
 
+def output_prefix(work: Path, host: str) -> Path:
+    """Where the playbook put a host's rendered files (named by the host name's sha1)."""
+    return work / hashlib.sha1(host.encode()).hexdigest()
+
+
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     work = tmp_path_factory.mktemp("templates")
@@ -79,7 +85,7 @@ def test_a_host_name_with_shell_characters_is_refused_naming_it(rendered):
 def test_good_names_render_scripts_the_shell_reads_as_meant(rendered):
     work, results = rendered
     assert not any(item.get("failed") for item in results["node-1"].values()), results["node-1"]
-    prefix = work / __import__("hashlib").sha1(b"node-1").hexdigest()
+    prefix = output_prefix(work, "node-1")
     torchrun = Path(f"{prefix}-ncclkit-torchrun.j2").read_text()
     assert "--master-addr 10.0.0.11 --master-port 29500" in torchrun
     done = subprocess.run(["sh", Path(f"{prefix}-ncclkit-torchrun.j2")], capture_output=True, text=True, cwd=work)
@@ -91,7 +97,7 @@ def test_good_names_render_scripts_the_shell_reads_as_meant(rendered):
 
 def test_a_library_path_from_the_facts_stays_one_word(rendered):
     work, _ = rendered
-    build = Path(f"{work / __import__('hashlib').sha1(b'node-1').hexdigest()}-build.sh.j2").read_text()
+    build = Path(f"{output_prefix(work, 'node-1')}-build.sh.j2").read_text()
     lines = [line for line in build.splitlines() if HOSTILE_PATH.split()[0] in line or "PWNED" in line]
     assert lines, build
     for line in lines:
