@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import shlex
 from typing import List, Sequence, Tuple
 
+from . import firewall_sources, safe_names
 from .nccl_ports import describe, merge_ports
 
 COMMENT = "ncclkit"
@@ -28,17 +30,13 @@ class RuleError(ValueError):
 
 
 def make_spec(ifname: str, sources: Sequence[str], port_range: Tuple[int, int], ports: Sequence[int] = (),
-              icmp: bool = True, drop_others: bool = True) -> dict:
-    if not ifname or any(char in ifname for char in ' "\'\\{};'):
-        raise RuleError(f"the cluster NIC name {ifname!r} is not an interface name; run nccl_preflight first")
-    networks = []
-    for source in sources:
-        try:
-            networks.append(ipaddress.ip_network(str(source), strict=False))
-        except ValueError:
-            raise RuleError(f"source {source!r} is not an IPv4 address or network "
-                            "(nccl_network_sources, or a host's ncclkit_cluster_ip)") from None
-    if not networks or any(net.version != 4 for net in networks):
+              icmp: bool = True, drop_others: bool = True, allow_wide: bool = False) -> dict:
+    try:
+        safe_names.ifname(ifname, "the cluster NIC (ncclkit_cluster_ifname)")
+        networks = firewall_sources.check_all(sources, allow_wide)
+    except (safe_names.UnsafeName, firewall_sources.SourceError) as error:
+        raise RuleError(str(error)) from None
+    if not networks:
         raise RuleError("the rules need at least one IPv4 source: the cluster hosts' addresses or "
                         "nccl_network_sources")
     sources = [str(net) for net in ipaddress.collapse_addresses(networks)]
@@ -94,19 +92,18 @@ def nft_ruleset(spec: dict, user_chains: Sequence[str] = ()) -> str:
 
 
 def parse_chain(text: str) -> Tuple[str, str, str]:
-    words = str(text).split()
-    if len(words) != 3 or words[0] not in ("ip", "inet"):
-        raise RuleError(f"nccl_network_nftables_chains entry {text!r} must read 'FAMILY TABLE CHAIN' with "
-                        "FAMILY ip or inet, e.g. 'inet filter input' (see `nft list chains`)")
-    return words[0], words[1], words[2]
+    try:
+        return safe_names.nft_chain(text, "nccl_network_nftables_chains")
+    except safe_names.UnsafeName as error:
+        raise RuleError(str(error)) from None
 
 
 def nft_script(user_chains: Sequence[str], path: str) -> List[str]:
-    lines = [f"nft -f {path}"]
+    lines = [f"nft -f {shlex.quote(path)}"]
     for chain in user_chains:
-        family, table, name = parse_chain(chain)
-        lines.append(f"nft list chain {family} {table} {name} | grep -qw 'jump {USER_CHAIN}' || "
-                     f"nft insert rule {family} {table} {name} jump {USER_CHAIN}")
+        words = " ".join(shlex.quote(word) for word in parse_chain(chain))
+        lines.append(f"nft list chain {words} | grep -qw 'jump {USER_CHAIN}' || "
+                     f"nft insert rule {words} jump {USER_CHAIN}")
     return lines
 
 
@@ -144,7 +141,7 @@ def iptables_rules(spec: dict) -> str:
 
 
 def iptables_script(path: str) -> List[str]:
-    return [f"iptables-restore -w --noflush {path}",
+    return [f"iptables-restore -w --noflush {shlex.quote(path)}",
             f"iptables -w -C INPUT -j {OWN_CHAIN} 2>/dev/null || iptables -w -I INPUT 1 -j {OWN_CHAIN}"]
 
 

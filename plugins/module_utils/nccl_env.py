@@ -16,6 +16,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from . import safe_names
+
 # NCCL 2.28 (src/graph/tuning.cc, src/debug.cc); matched case-insensitively by NCCL.
 NCCL_ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
 NCCL_PROTOCOLS = ("LL", "LL128", "Simple")
@@ -52,7 +54,6 @@ FLIGHT_RECORDER_PREFIX = "nccl_trace_rank_"
 _FOLDER = re.compile(r"^/[A-Za-z0-9_.+/-]*$")
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 # Characters that systemd EnvironmentFile=, docker --env-file and sh would each read differently.
 _UNPORTABLE = set("'\"\\$`\n\r\0")
 
@@ -134,7 +135,9 @@ def _computed(settings: dict, problems: list) -> dict:
     """The variables the facts and the role's own settings give."""
     env = {}
     ifname = settings.get("ifname") or ""
-    if not _IFNAME.match(str(ifname)):
+    try:
+        safe_names.ifname(ifname, "ncclkit_cluster_ifname")
+    except safe_names.UnsafeName:
         problems.append(f"the cluster interface {ifname!r} is not an interface name: run "
                         "nccl_preflight first (it sets ncclkit_cluster_ifname); to choose the NIC, set "
                         "nccl_preflight_ifname or nccl_preflight_cluster_cidr")
@@ -322,9 +325,10 @@ def _debug_file_check(value: str):
 
 
 def _socket_ifname_check(value: str):
-    names = value.lstrip("^=").split(",")
-    if not all(_IFNAME.match(name) for name in names):
-        return "give interface names or prefixes, comma-separated (=eth1 for exactly eth1)"
+    try:
+        safe_names.nccl_ifname_list(value, "NCCL_SOCKET_IFNAME")
+    except safe_names.UnsafeName:
+        return safe_names.NCCL_IFNAME_LIST_RULE
     return None
 
 

@@ -37,12 +37,21 @@ options:
     choices: [auto, nftables, iptables, ufw, firewalld, none]
     default: auto
   ifname:
-    description: The cluster NIC. Required with O(state=present).
+    description:
+      - The cluster NIC. Required with O(state=present).
+      - An interface name as the kernel allows it (1-15 characters), of letters, digits, C(_ . @ -).
     type: str
   sources:
-    description: Addresses or networks (CIDR) to admit. Required with O(state=present).
+    description:
+      - IPv4 addresses or networks (CIDR) to admit. Required with O(state=present).
+      - A network with host bits set (V(10.0.0.0/0), V(10.1.2.3/8)) is refused, so is IPv6 (the rules
+        admit IPv4 peers only), and so is a prefix shorter than /8 unless O(allow_wide_sources).
     type: list
     elements: str
+  allow_wide_sources:
+    description: Admit sources with a prefix shorter than /8 (V(0.0.0.0/0) admits everyone).
+    type: bool
+    default: false
   port_range:
     description: The lowest and highest port of the range NCCL listens on.
     type: list
@@ -66,15 +75,18 @@ options:
       - Existing nftables chains (C(FAMILY TABLE CHAIN)) that drop by default and should admit the
         cluster; ncclkit adds a chain C(ncclkit) with its accepts to each one's table, and a jump to
         it at the chain's top.
+      - FAMILY is V(ip) or V(inet); TABLE and CHAIN are a letter or C(_), then letters, digits, C(_ . -).
     type: list
     elements: str
     default: []
   firewalld_zone:
-    description: The firewalld zone for the rich rules; empty for the zone of O(ifname).
+    description:
+      - The firewalld zone for the rich rules; empty for the zone of O(ifname).
+      - 1-17 letters, digits, C(_ + -).
     type: str
     default: ""
   state_dir:
-    description: Where ncclkit keeps its rule files and its record of what it added.
+    description: Where ncclkit keeps its rule files and its record of what it added (an absolute path).
     type: path
     default: /etc/ncclkit
 attributes:
@@ -121,6 +133,7 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ncclkit.cluster.plugins.module_utils import firewall_backends as backends
+from ansible_collections.ncclkit.cluster.plugins.module_utils import safe_names
 from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_observe import observe
 from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_rules import (
     OWN_NFT_TABLE,
@@ -143,6 +156,7 @@ def main():
             "backend": {"type": "str", "choices": list(backends.BACKENDS), "default": "auto"},
             "ifname": {"type": "str"},
             "sources": {"type": "list", "elements": "str"},
+            "allow_wide_sources": {"type": "bool", "default": False},
             "port_range": {"type": "list", "elements": "int", "default": [32768, 60999]},
             "ports": {"type": "list", "elements": "int", "default": []},
             "icmp": {"type": "bool", "default": True},
@@ -168,9 +182,13 @@ def main():
     try:
         if params["state"] == "present":
             spec = make_spec(params["ifname"], params["sources"], parse_port_range(params["port_range"]),
-                             params["ports"], params["icmp"], params["drop_others"])
+                             params["ports"], params["icmp"], params["drop_others"], params["allow_wide_sources"])
         chains = [" ".join(parse_chain(chain)) for chain in params["nftables_chains"]]
-    except (RuleError, PortError) as error:
+        if params["firewalld_zone"]:
+            safe_names.zone(params["firewalld_zone"], "nccl_network_firewalld_zone")
+        if not os.path.isabs(params["state_dir"]) or "\n" in params["state_dir"]:
+            raise RuleError(f"state_dir is {params['state_dir']!r}: it must be an absolute path on one line")
+    except (RuleError, PortError, safe_names.UnsafeName) as error:
         module.fail_json(msg=str(error))
 
     installed = {name: shutil.which(tool) is not None for name, tool in TOOLS.items()}

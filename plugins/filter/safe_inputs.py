@@ -1,0 +1,46 @@
+"""Filters that keep unsafe names and over-wide firewall sources out of commands, scripts and rules.
+
+The rules live in module_utils (safe_names, firewall_sources), shared with the modules; these
+filters let a role refuse in its preflight, before it changes anything, and let a template refuse
+a name that quoting cannot make safe (a line break in a comment).
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.ncclkit.cluster.plugins.module_utils import firewall_sources, safe_names
+
+
+def safe_name(value, kind, variable):
+    """`value` unchanged when it passes the `kind` rule (see safe_names.CHECKS), else an error line."""
+    try:
+        safe_names.CHECKS[kind](value, variable)
+    except safe_names.UnsafeName as error:
+        raise AnsibleFilterError(str(error)) from None
+    return value
+
+
+def safe_name_problems(values, kind, variable):
+    """One message per value of the list that fails the `kind` rule; [] when all pass."""
+    found = []
+    for value in [values] if isinstance(values, str) or values is None else values:
+        try:
+            safe_names.CHECKS[kind](value, variable)
+        except safe_names.UnsafeName as error:
+            found.append(str(error))
+    return found
+
+
+def firewall_source_problems(sources, allow_wide=False):
+    """One message per source the firewall must not admit (host bits, IPv6, wider than /8)."""
+    return firewall_sources.problems(sources, bool(allow_wide))
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "safe_name": safe_name,
+            "safe_name_problems": safe_name_problems,
+            "firewall_source_problems": firewall_source_problems,
+        }
