@@ -29,8 +29,11 @@ options:
     required: true
   env:
     description:
-      - Variables added to the environment of the command.
-      - Not logged (C(no_log)), since a profile may carry credentials.
+      - Variables added to the environment of the command (the NCCL profile, already in the
+        C(ncclkit_nccl_env) fact, and the run's own logging settings).
+      - Not marked C(no_log) on purpose - Ansible would then mask every occurrence of each value in
+        the result, and a value such as C(1) would blank the return code. Keep credentials out of
+        it (they have no place in a benchmark's environment).
     type: dict
     default: {}
   chdir:
@@ -129,7 +132,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             argv=dict(type="list", elements="str", required=True),
-            env=dict(type="dict", default={}, no_log=True),
+            env=dict(type="dict", default={}),
             chdir=dict(type="path"),
             stdout=dict(type="path", required=True),
             stderr=dict(type="path", required=True),

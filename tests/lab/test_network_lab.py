@@ -15,7 +15,7 @@ NODES = ("node1", "node2")
 NCCL_PORTS = [32768, 46883, 60999, 29500]
 USER_TABLE = ("table inet userkeep { chain input { type filter hook input priority 0; policy accept; "
               "tcp dport 8080 accept; }; }")
-NCCLKIT_FILES = "/etc/ncclkit /etc/sysctl.d/60-ncclkit-nccl.conf /etc/systemd/system/ncclkit-firewall.service"
+NCCLKIT_FILES = "/etc/ncclkit /etc/sysctl.d/99-zz-ncclkit-nccl.conf /etc/systemd/system/ncclkit-firewall.service"
 
 
 @pytest.fixture(scope="module")
