@@ -403,15 +403,19 @@ def _is_virtual(name: str) -> bool:
 def _addressed_nics(facts: dict):
     """[(nic, roles)]: each NIC with an address once, with what NCCL uses it for."""
     nics: Dict[tuple, tuple] = {}
-    listed = [(nic, "bootstrap") for nic in facts["bootstrap_nics"]]
+    listed = [(nic, "bootstrap") for nic in _values(facts["bootstrap_nics"])]
     listed += [(nic, "NET/Socket traffic" if nic["kind"] == "Socket" else "IB out-of-band traffic")
-               for nic in facts["net_nics"] if nic.get("address")]
+               for nic in _values(facts["net_nics"]) if nic.get("address")]
     for nic, role in listed:
         key = (nic["name"], nic["address"])
         roles = nics.setdefault(key, (nic, []))[1]
         if role not in roles:
             roles.append(role)
     return list(nics.values())
+
+
+def _values(nics):
+    return nics.values() if isinstance(nics, dict) else nics
 
 
 def version_findings(versions_by_host: Dict[str, List[tuple]]) -> List[dict]:
@@ -430,7 +434,7 @@ def version_findings(versions_by_host: Dict[str, List[tuple]]) -> List[dict]:
     for host, versions in versions_by_host.items():
         for version, origin in versions:
             if _base(version) != reference:
-                others = ", ".join(sorted(bases[reference]))
+                others = _some_hosts(bases[reference])
                 found.append(_derived("nccl_version_mismatch", "error", host, origin,
                                       f"NCCL {version} here, {reference} on {others}: every rank must run "
                                       "the same NCCL version, or init hangs or fails",
@@ -439,6 +443,15 @@ def version_findings(versions_by_host: Dict[str, List[tuple]]) -> List[dict]:
                                       "version())'`"))
                 break
     return found
+
+
+def _some_hosts(hosts, shown: int = 3) -> str:
+    # Each mismatching host gets its own finding: naming every other host in each would make the
+    # result quadratic in the number of hosts.
+    names = sorted(hosts)
+    if len(names) <= shown:
+        return ", ".join(names)
+    return f"{len(names)} hosts ({', '.join(names[:shown])}, ...)"
 
 
 def _base(version: str) -> str:

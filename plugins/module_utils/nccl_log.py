@@ -9,14 +9,18 @@ The result (a dict of plain JSON types):
     hosts: {host: {bootstrap_nics: [{name, address}], net_nics: [{name, address?, kind}],
                    transport: "Socket" | "IB" | "OFI(EFA)" | "OFI(<provider>)" | other | None,
                    nccl_versions: ["2.28.9+cuda13.0"], env: {NCCL_SOCKET_IFNAME: "eth1", ...}}}
-    findings: [{code, severity, host, evidence, source, line, count, cause, fix}]  errors first
+    findings: [{code, severity, host, rank, evidence, source, line, count, cause, fix, consequence_of}]
+              the root cause first (nccl_diagnosis.judge), then independent findings, then consequences
+    verdict: one line naming the root cause, or HEALTHY
     nccl_versions: every distinct NCCL version in the log
     multi_node: whether the log shows more than one node
     lines: how many lines were read
     notes: remarks about the input (not UTF-8, nothing recognised)
 Lines that name no host (torch tracebacks, bare Gloo errors) are given the host of their launcher
-label when an NCCL line with that label names one, else the only host in the log, else
-default_host, else "unknown".
+label when an NCCL line with that label names one, else the only host their file names (one log
+per node), else the only host in the log, else default_host, else "unknown".
+Inputs may also be PyTorch flight-recorder dumps (pickles, read by nccl_flight_recorder) and
+NCCL RAS JSON reports (nccl_ras); they add evidence about hangs but no lines.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional
 
+from .nccl_diagnosis import judge, verdict
 from .nccl_findings import (
     match_line,
     nccl_warning,
@@ -33,6 +38,8 @@ from .nccl_findings import (
     transport_findings,
     version_findings,
 )
+from .nccl_flight_recorder import FlightRecorderError, compare_dumps, looks_like_pickle, read_dump
+from .nccl_job import JobEvidence
 from .nccl_log_lines import (
     MAX_BYTES,
     Line,
@@ -48,6 +55,7 @@ from .nccl_log_lines import (
     ofi_provider,
     split_lines,
 )
+from .nccl_ras import RasFormatError, parse_ras_json
 
 __all__ = ["MAX_BYTES", "NcclLogError", "TRANSPORTS", "read_nccl_log", "read_nccl_log_files"]
 
@@ -100,17 +108,28 @@ def _diagnose(sources, cluster_cidr, cluster_ips, expected_transport, default_ho
         raise NcclLogError(str(error)) from None
     log = _Log(expected_transport)
     for source, data in sources:
+        if isinstance(data, (bytes, bytearray, memoryview)) and looks_like_pickle(data):
+            log.add_dump(source, bytes(data))
+            continue
         text, notes = decode(data, source, max_bytes)
         log.notes.extend(notes)
+        if _looks_like_ras_json(text):
+            log.add_ras_json(source, text)
+            continue
         for line in split_lines(text):
             log.add(source, line)
     return log.result(networks, default_host or UNKNOWN_HOST)
 
 
+def _looks_like_ras_json(text: str) -> bool:
+    head = text[:4096]
+    return head.lstrip().startswith("{") and '"communicators"' in head
+
+
 def _new_host() -> dict:
     # nets and versions: {value: where it was first seen ({evidence, source, line})}; "net" is the last net.
     # Only distinct values are kept, so that memory (and the garbage collector's work) stays small.
-    return {"bootstrap_nics": [], "net_nics": [], "nets": {}, "net": None, "ofi": [], "versions": {}, "env": {}}
+    return {"bootstrap_nics": {}, "net_nics": {}, "nets": {}, "net": None, "ofi": [], "versions": {}, "env": {}}
 
 
 class _Log:
@@ -120,17 +139,41 @@ class _Log:
         self.expected = expected_transport
         self.hosts: Dict[str, dict] = {}
         self.label_hosts: Dict[str, str] = {}
-        self.pending: Dict[tuple, dict] = {}  # (code, host, label, cause) -> first finding, with a count
+        self.pending: Dict[tuple, dict] = {}  # (code, host, label, source, cause) -> first finding, with a count
+        self.source_hosts: Dict[str, set] = {}  # source -> up to two hosts its NCCL lines name
         self.loose_versions: Dict[tuple, dict] = {}  # (version, label) -> origin, from lines without a host
         self.nodes = 0
         self.lines = 0
         self.notes: List[str] = []
+        self.job = JobEvidence()
+        self.dumps: List[dict] = []
+        self.ras_problems: List[dict] = []
+
+    def add_dump(self, source: str, data: bytes) -> None:
+        try:
+            dump = read_dump(data, source)
+        except FlightRecorderError as error:
+            raise NcclLogError(str(error)) from None
+        self.dumps.append(dump)
+        self.notes.append(f"{source}: flight-recorder dump of rank {dump['rank']} ({len(dump['entries'])} entries)")
+
+    def add_ras_json(self, source: str, text: str) -> None:
+        try:
+            problems = parse_ras_json(text)
+        except RasFormatError as error:
+            raise NcclLogError(f"{source}: {error}") from None
+        self.ras_problems.extend(dict(p, source=source) for p in problems)
+        self.notes.append(f"{source}: NCCL RAS JSON report naming {len(problems)} problem rank(s)")
 
     def add(self, source: str, line: Line) -> None:
         self.lines += 1
+        self.job.add(line, lambda: _origin(line, source))
         if line.host:
             if line.label:
                 self.label_hosts.setdefault(line.label, line.host)
+            named = self.source_hosts.setdefault(source, set())
+            if len(named) < 2:
+                named.add(line.host)
             self._facts(self._host(line.host), line, source)
         else:
             self._loose_facts(line, source)
@@ -173,7 +216,7 @@ class _Log:
         if not found and line.level == "WARN":
             found = [nccl_warning(line.msg)]
         for finding in found:
-            key = (finding["code"], line.host, line.label, finding["cause"])
+            key = (finding["code"], line.host, line.label, source, finding["cause"])
             if key in self.pending:
                 self.pending[key]["count"] += 1
             else:
@@ -184,18 +227,28 @@ class _Log:
     def result(self, networks, default_host: str) -> dict:
         fallback = next(iter(self.hosts)) if len(self.hosts) == 1 else default_host
 
-        def settle(label):
-            return self.label_hosts.get(label) or fallback
+        def settle(label, source=None):
+            named = self.source_hosts.get(source, ())
+            return self.label_hosts.get(label) or (next(iter(named)) if len(named) == 1 else fallback)
 
         for (version, label), origin in self.loose_versions.items():
             if settle(label) != UNKNOWN_HOST:
                 self._host(settle(label))["versions"].setdefault(version, origin)
-        findings = [dict(finding, host=host or settle(label))
-                    for (_, host, label, _), finding in self.pending.items()]
+        findings = [dict(finding, host=host or settle(label, source))
+                    for (_, host, label, source, _), finding in self.pending.items()]
         findings += self._derived(networks)
+        self.job.finish()
+        dumps_verdict = compare_dumps(self.dumps) if self.dumps else None
+        if dumps_verdict:
+            dumps_verdict["source"] = ", ".join(d["name"] for d in self.dumps)
+        findings = judge(_dedupe(findings), self.job, dumps_verdict, self.ras_problems,
+                         lambda host: host or fallback)
+        findings = [dict({key: finding.get(key) for key in PUBLIC_KEYS}, host=finding.get("host") or UNKNOWN_HOST)
+                    for finding in findings]
         return {
+            "verdict": verdict(findings, self.lines, list(self.hosts)),
             "hosts": {name: _public(facts) for name, facts in self.hosts.items()},
-            "findings": _dedupe(findings),
+            "findings": findings,
             "nccl_versions": _distinct([v for facts in self.hosts.values() for v in facts["versions"]]
                                        + [version for version, _ in self.loose_versions]),
             "multi_node": self._multi_node(),
@@ -215,7 +268,7 @@ class _Log:
         return found
 
     def _nothing_note(self, findings) -> List[str]:
-        if self.hosts or findings:
+        if self.hosts or findings or self.dumps or self.ras_problems:
             return []
         return ["no NCCL, Gloo or torch.distributed lines were recognised "
                 "(run with NCCL_DEBUG=INFO to get NCCL's own lines)"]
@@ -225,9 +278,11 @@ def _origin(line: Line, source: str) -> dict:
     return {"evidence": line.text.strip()[:_EVIDENCE_CHARS], "source": source, "line": line.number}
 
 
-def _add_nic(nics: List[dict], nic: dict, line: Line, source: str) -> None:
-    if not any(known["name"] == nic["name"] and known.get("address") == nic.get("address") for known in nics):
-        nics.append(dict(nic, origin=_origin(line, source)))
+def _add_nic(nics: Dict[tuple, dict], nic: dict, line: Line, source: str) -> None:
+    # A dict keyed by (name, address): a log listing thousands of NICs stays linear.
+    key = (nic["name"], nic.get("address"))
+    if key not in nics:
+        nics[key] = dict(nic, origin=_origin(line, source))
 
 
 def _transports(facts: dict) -> List[tuple]:
@@ -238,7 +293,7 @@ def _transports(facts: dict) -> List[tuple]:
         return [(_transport(net, facts["ofi"]), facts["nets"][net]) for net in nets]
     if facts["net_nics"]:
         # No "Using network" line (NCCL before 2.5, or a cut log): go by the last NIC listing.
-        nic = facts["net_nics"][-1]
+        nic = list(facts["net_nics"].values())[-1]
         kind = {"Socket": "Socket", "OFI": "OFI"}.get(nic["kind"], "IB")
         return [(_transport(kind, facts["ofi"]), nic["origin"])]
     return []
@@ -261,8 +316,8 @@ def _transport(net: str, providers: List[str]) -> str:
 def _public(facts: dict) -> dict:
     transports = _transports(facts)
     return {
-        "bootstrap_nics": [_without_origin(nic) for nic in facts["bootstrap_nics"]],
-        "net_nics": [_without_origin(nic) for nic in facts["net_nics"]],
+        "bootstrap_nics": [_without_origin(nic) for nic in facts["bootstrap_nics"].values()],
+        "net_nics": [_without_origin(nic) for nic in facts["net_nics"].values()],
         "transport": transports[-1][0] if transports else None,
         "nccl_versions": list(facts["versions"]),
         "env": dict(facts["env"]),
@@ -274,11 +329,11 @@ def _without_origin(nic: dict) -> dict:
 
 
 def _distinct(values) -> List[str]:
-    seen = []
-    for value in values:
-        if value not in seen:
-            seen.append(value)
-    return seen
+    return list(dict.fromkeys(values))
+
+
+PUBLIC_KEYS = ("code", "severity", "host", "rank", "evidence", "source", "line", "count", "cause", "fix",
+               "consequence_of")
 
 
 def _dedupe(findings: List[dict]) -> List[dict]:
@@ -290,5 +345,4 @@ def _dedupe(findings: List[dict]) -> List[dict]:
             merged[key]["count"] += finding.get("count", 1)
         else:
             merged[key] = dict(finding, count=finding.get("count", 1))
-    keys = ("code", "severity", "host", "evidence", "source", "line", "count", "cause", "fix")
-    return [{key: finding.get(key) for key in keys} for finding in sorted(merged.values(), key=sort_key)]
+    return sorted(merged.values(), key=sort_key)

@@ -33,13 +33,15 @@ NCCL_LINE = re.compile(
     r"(?<![\w.\-<>])(?P<host>[\w.\-<>]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] "
     r"(?:\d+\.\d+ )?(?:(?P<where>\S+:\d+) )?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<msg>.*)")
 _NNODES = re.compile(r"\bnNodes (?P<n>\d+)")
-_ENV = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]+) set by environment to (?P<value>.*?)\.?\s*$")
+# The name only: the value is the rest of the line, trimmed in Python (a lazy ".*?" before "\.?\s*$"
+# backtracks over every run of spaces, quadratic on a long line).
+_ENV = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]+) set by environment to ")
 _BOOTSTRAP = re.compile(r"^Bootstrap ?: Using (?P<list>.+)$")
 _NET_SOCKET = re.compile(r"^NET/Socket ?: Using (?P<list>.+)$")
 _NET_IB = re.compile(r"^NET/IB ?: Using (?P<list>.+)$")
 _IB_DEVICE = re.compile(r"\[\d+\](?P<name>[^\s:\[\]]+):(?P<port>\d+)/(?P<link>\w+)")
 _OFI = re.compile(r"^NET/OFI Selected [Pp]rovider is (?P<provider>[^,\s(]+)")
-_NETWORK = re.compile(r"^Using network (?P<net>.+?)\s*$")
+_NETWORK = re.compile(r"^Using network (?P<net>\S.*)")
 _CHANNEL_NET = re.compile(r"\bvia NET/(?P<net>[^/\s][^/]*)/")
 
 
@@ -147,7 +149,10 @@ def node_count(line: Line) -> Optional[int]:
 
 def env_setting(line: Line) -> Optional[Tuple[str, str]]:
     match = _ENV.match(line.msg) if line.level and "set by environment" in line.msg else None
-    return (match.group("name"), match.group("value")) if match else None
+    if not match:
+        return None
+    value = line.msg[match.end():].rstrip()
+    return match.group("name"), value[:-1] if value.endswith(".") else value
 
 
 def bootstrap_nics(line: Line) -> List[dict]:
@@ -180,7 +185,7 @@ def network_name(line: Line) -> Optional[str]:
     if not line.level or ("Using network" not in line.msg and "via NET/" not in line.msg):
         return None
     match = _NETWORK.match(line.msg) or _CHANNEL_NET.search(line.msg)
-    return match.group("net") if match else None
+    return match.group("net").rstrip() if match else None
 
 
 def ofi_provider(line: Line) -> Optional[str]:
