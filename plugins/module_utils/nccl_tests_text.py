@@ -76,7 +76,7 @@ _CONFIG_FIELDS = tuple((key, re.compile(label + _COUNT)) for key, label in (
 _LAUNCHER_FAILURE = re.compile(
     r"MPI_ABORT was invoked|exited with non-zero status"
     r"|Primary job\s+terminated normally, but|^a non-zero exit code|Segmentation fault|\(core dumped\)"
-    r"|terminate called after|srun: error:|Invalid number of GPUs|were killed by signal")
+    r"|terminate called after|srun: error:|Invalid number of GPUs|were killed by signal|exited on signal \d")
 _PROGRAM = re.compile(r"^[a-z][a-z0-9_]*_perf(?:_mpi)?$")
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
