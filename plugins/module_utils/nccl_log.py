@@ -42,6 +42,8 @@ from .nccl_flight_recorder import FlightRecorderError, compare_dumps, looks_like
 from .nccl_job import JobEvidence
 from .nccl_log_lines import (
     MAX_BYTES,
+    MAX_FILE_BYTES,
+    StreamReader,
     Line,
     NcclLogError,
     bootstrap_nics,
@@ -57,7 +59,7 @@ from .nccl_log_lines import (
 )
 from .nccl_ras import RasFormatError, parse_ras_json
 
-__all__ = ["MAX_BYTES", "NcclLogError", "TRANSPORTS", "read_nccl_log", "read_nccl_log_files"]
+__all__ = ["MAX_BYTES", "MAX_FILE_BYTES", "NcclLogError", "TRANSPORTS", "read_nccl_log", "read_nccl_log_files"]
 
 TRANSPORTS = ("any", "socket", "ib", "efa")
 UNKNOWN_HOST = "unknown"
@@ -67,36 +69,29 @@ _EVIDENCE_CHARS = 500
 def read_nccl_log(data, cluster_cidr=None, cluster_ips=None, expected_transport: str = "any",
                   default_host: Optional[str] = None, max_bytes: int = MAX_BYTES, source: str = "content") -> dict:
     """Diagnose one log given as str or bytes; raise NcclLogError (only) for unusable input."""
-    return _diagnose([(source, data)], cluster_cidr, cluster_ips, expected_transport, default_host, max_bytes)
+    return _diagnose([(source, data, False)], cluster_cidr, cluster_ips, expected_transport, default_host, max_bytes)
 
 
 def read_nccl_log_files(paths, cluster_cidr=None, cluster_ips=None, expected_transport: str = "any",
-                        default_host: Optional[str] = None, max_bytes: int = MAX_BYTES) -> dict:
-    """Diagnose several log files as one log (all ranks of a job); max_bytes caps their total."""
-    if isinstance(paths, (str, bytes, os.PathLike)):
+                        default_host: Optional[str] = None, max_bytes: int = MAX_FILE_BYTES) -> dict:
+    """Diagnose several log files as one log (all ranks of a job); max_bytes caps their total.
+
+    Files are read line by line, so memory stays small whatever their size. A path may also be an
+    open binary file object (stdin's buffer), named by its `name` attribute.
+    """
+    if isinstance(paths, (str, bytes, os.PathLike)) or hasattr(paths, "read"):
         paths = [paths]
-    sources, total = [], 0
-    for path in paths:
-        data = _read_file(path, max_bytes - total)
-        total += len(data)
-        sources.append((os.fsdecode(path), data))
-    return _diagnose(sources, cluster_cidr, cluster_ips, expected_transport, default_host, max_bytes)
+    return _diagnose([(_name(path), path, True) for path in paths], cluster_cidr, cluster_ips, expected_transport,
+                     default_host, max_bytes)
 
 
-def _read_file(path, budget: int) -> bytes:
+def _name(path) -> str:
+    if hasattr(path, "read"):
+        return str(getattr(path, "name", "<stream>"))
     if not isinstance(path, (str, bytes, os.PathLike)):
         # open() would take an int for a file descriptor.
         raise NcclLogError(f"expected a file path, got {type(path).__name__}")
-    name = os.fsdecode(path)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(max(budget, 0) + 1)
-    except (OSError, ValueError) as error:
-        raise NcclLogError(f"{name}: cannot read: {getattr(error, 'strerror', None) or error}") from None
-    if len(data) > budget:
-        raise NcclLogError(f"{name}: the logs are over the {MAX_BYTES // 1048576} MiB limit together; "
-                           "pass the part around the failure (e.g. `tail -c 32M`)")
-    return data
+    return os.fsdecode(path)
 
 
 def _diagnose(sources, cluster_cidr, cluster_ips, expected_transport, default_host, max_bytes) -> dict:
@@ -107,18 +102,52 @@ def _diagnose(sources, cluster_cidr, cluster_ips, expected_transport, default_ho
     except (TypeError, ValueError) as error:
         raise NcclLogError(str(error)) from None
     log = _Log(expected_transport)
-    for source, data in sources:
-        if isinstance(data, (bytes, bytearray, memoryview)) and looks_like_pickle(data):
-            log.add_dump(source, bytes(data))
-            continue
-        text, notes = decode(data, source, max_bytes)
-        log.notes.extend(notes)
-        if _looks_like_ras_json(text):
-            log.add_ras_json(source, text)
-            continue
-        for line in split_lines(text):
-            log.add(source, line)
+    budget = [max_bytes]
+    for source, data, is_file in sources:
+        if is_file:
+            _read_stream(log, source, data, budget)
+        else:
+            _read_data(log, source, data, max_bytes)
     return log.result(networks, default_host or UNKNOWN_HOST)
+
+
+def _read_data(log, source: str, data, max_bytes: int) -> None:
+    if isinstance(data, (bytes, bytearray, memoryview)) and looks_like_pickle(data):
+        log.add_dump(source, bytes(data))
+        return
+    text, notes = decode(data, source, max_bytes)
+    log.notes.extend(notes)
+    if _looks_like_ras_json(text):
+        log.add_ras_json(source, text)
+        return
+    for line in split_lines(text):
+        log.add(source, line)
+
+
+def _read_stream(log, source: str, path, budget: list) -> None:
+    """A file (path or open binary object), line by line, within budget[0] bytes for all files."""
+    try:
+        handle = path if hasattr(path, "read") else open(path, "rb")
+    except (OSError, ValueError) as error:
+        raise NcclLogError(f"{source}: cannot read: {getattr(error, 'strerror', None) or error}") from None
+    try:
+        reader = StreamReader(handle, source, budget[0])
+        head = reader.head()
+        if looks_like_pickle(head):
+            log.add_dump(source, reader.rest())
+        elif _looks_like_ras_json(head.decode("utf-8", "replace")):
+            text, notes = decode(reader.rest(), source, budget[0])
+            log.add_ras_json(source, text)
+        else:
+            for line in reader.lines():
+                log.add(source, line)
+        log.notes.extend(reader.notes)
+        budget[0] -= reader.size
+    except OSError as error:
+        raise NcclLogError(f"{source}: cannot read: {error.strerror or error}") from None
+    finally:
+        if handle is not path:
+            handle.close()
 
 
 def _looks_like_ras_json(text: str) -> bool:

@@ -16,7 +16,9 @@ from typing import List, NamedTuple, Optional, Tuple
 
 from .nccl_tests_lines import NCCL_VERSION, TEST_FAILURE, device_row
 
-MAX_BYTES = 64 * 1024 * 1024
+MAX_BYTES = 64 * 1024 * 1024       # text given in memory (the module's content)
+MAX_FILE_BYTES = 4 * 1024 ** 3     # files, read line by line: a bound against endless streams only
+_CHUNK = 1 << 20
 # Longer lines are not NCCL lines; cutting them keeps every pattern linear in the input.
 MAX_LINE = 8192
 _BINARY_SAMPLE = 64 * 1024
@@ -93,6 +95,90 @@ def _looks_binary(sample: bytes) -> bool:
     text = sample.decode("utf-8", errors="replace")
     odd = sum(1 for ch in text if ch == "\ufffd" or (ch < " " and ch not in "\t\n\r\f\v\x1b"))
     return odd > 0.3 * len(text)
+
+
+class StreamReader:
+    """A binary stream read in chunks into Line records, with memory bounded by the chunk size.
+
+    head() is the first bytes (for sniffing pickles and JSON); lines() then yields every line,
+    undecodable bytes replaced (and counted in notes); rest() is the whole content as bytes instead.
+    """
+
+    def __init__(self, handle, source: str, max_bytes: int):
+        self.handle, self.source, self.max_bytes = handle, source, max_bytes
+        self.size = 0
+        self.notes: List[str] = []
+        self._head = None
+
+    def _read(self, count: int) -> bytes:
+        data = self.handle.read(count)
+        if not isinstance(data, bytes):
+            raise NcclLogError(f"{self.source}: expected a binary stream")
+        self.size += len(data)
+        if self.size > self.max_bytes:
+            raise NcclLogError(_too_large(self.source, self.size, self.max_bytes))
+        return data
+
+    def head(self) -> bytes:
+        if self._head is None:
+            self._head = self._read(_BINARY_SAMPLE)
+            if not self._head.strip(b"\x00 \t\r\n"):
+                rest = self._read(_BINARY_SAMPLE) if self._head else b""
+                if not rest.strip(b"\x00 \t\r\n"):
+                    raise NcclLogError(f"{self.source}: is empty: nothing to diagnose (check the path, "
+                                       "and that the job wrote its output there)")
+                self._head += rest
+        return self._head
+
+    def rest(self) -> bytes:
+        chunks = [self.head()]
+        while True:
+            chunk = self._read(_CHUNK)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+    def lines(self):
+        head = self.head()
+        if _looks_binary(head.replace(b"\x00", b"")):
+            raise NcclLogError(f"{self.source}: looks like a binary file, not a text log")
+        number, bad, pending, chunk = 0, 0, b"", head
+        while chunk:
+            parts = (pending + chunk).split(b"\n")
+            pending = parts.pop()[:MAX_LINE * 4]  # a line is cut at MAX_LINE characters anyway
+            for raw in parts:
+                number += 1
+                text, bad = _decode_line(raw, bad)
+                yield from _pieces(number, text)
+            chunk = self._read(_CHUNK)
+        if pending:
+            text, bad = _decode_line(pending, bad)
+            yield from _pieces(number + 1, text)
+        if bad:
+            self.notes.append(f"{self.source}: not valid UTF-8; {bad} line(s) had undecodable bytes replaced "
+                              "with U+FFFD")
+
+
+def _pieces(number: int, text: str):
+    # Progress bars rewrite their line with bare carriage returns; each part is a line of its own
+    # (as str.splitlines() reads them), numbered as the file's line.
+    if "\r" not in text:
+        yield parse_line(number, text[:MAX_LINE])
+        return
+    for piece in text.split("\r"):
+        if piece:
+            yield parse_line(number, piece[:MAX_LINE])
+
+
+def _decode_line(raw: bytes, bad: int) -> Tuple[str, int]:
+    if b"\x00" in raw:
+        raw = raw.replace(b"\x00", b"")  # zero padding from a crash
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    try:
+        return raw.decode("utf-8"), bad
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="replace"), bad + 1
 
 
 def split_lines(text: str):
