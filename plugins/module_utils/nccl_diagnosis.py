@@ -29,6 +29,7 @@ CONSEQUENCES = frozenset((
     "collective_timeout", "nccl_warning", "gloo_connect_failed", "ib_completion_error",
     "rank_killed", "rank_failed",
 ))
+FOLLOWERS = frozenset(("test_nccl_failure", "child_failed"))
 ROOT_CODES = ("rank_killed", "rank_failed", "hang_in_collective", "hang_in_rendezvous")
 # Signals a launcher or torch's watchdog sends to ranks after another failed: weaker roots.
 _SECONDARY_SIGNALS = (6, 15)
@@ -58,12 +59,19 @@ def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems
     findings = [dict(f, rank=f.get("rank"), consequence_of=f.get("consequence_of")) for f in findings]
     roots = _death_findings(job, settle_host)
     killed = [f for f in roots if f["consequence_of"] is None]
-    if not killed:
+    errors = sorted((f for f in findings if f["severity"] == "error"), key=sort_key)
+    aborted_after_error = bool(killed and killed[0]["_class"] in (1, 2) and errors)
+    if aborted_after_error:
+        # An abort (SIGABRT, SIGTERM) or an exit code after an error the log shows: that error came first.
+        for finding in roots:
+            finding["consequence_of"] = errors[0]["code"]
+        killed = []
+    elif not killed:
         hang = _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host)
         if hang:
             roots.insert(0, hang)
             killed = [hang]
-        else:  # deaths after a timeout, with no hang shown: they are the roots after all
+        elif roots:  # deaths after a timeout, with no hang shown: they are the roots after all
             for finding in roots:
                 finding["consequence_of"] = None
             killed = roots[:1]
@@ -76,6 +84,11 @@ def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems
         for finding in findings:
             if finding["code"] in CONSEQUENCES and finding["severity"] != "info":
                 finding["consequence_of"] = root
+    elif errors:
+        # "nccl-tests stopped", "a worker failed": they only say that something above went wrong.
+        for finding in errors[1:]:
+            if finding["code"] in FOLLOWERS and finding["code"] != errors[0]["code"]:
+                finding["consequence_of"] = errors[0]["code"]
     independent = sorted((f for f in findings if f["consequence_of"] is None), key=sort_key)
     following = sorted((f for f in roots + findings if f["consequence_of"] is not None), key=sort_key)
     first = [f for f in roots if f["consequence_of"] is None]
@@ -100,7 +113,7 @@ def _death_findings(job, settle_host) -> List[dict]:
             klass = 2
         ranked.append((klass, death))
     best = min((klass for klass, _ in ranked if klass < 3), default=None)
-    found = [(klass, _death_finding(death, job, settle_host)) for klass, death in ranked]
+    found = [(klass, dict(_death_finding(death, job, settle_host), _class=klass)) for klass, death in ranked]
     root_code = next((f["code"] for klass, f in found if klass == best), None)
     for klass, finding in found:
         if klass == 3:
@@ -261,8 +274,7 @@ def verdict(findings: List[dict], lines: int, hosts) -> str:
         return f"HEALTHY: no errors in {lines} lines ({warnings} warning(s)); hosts: {named}"
     root = errors[0]
     follow = sum(1 for f in errors if f["consequence_of"])
-    tail = (f"; {follow} later error(s) on the other ranks (connection closed, ncclRemoteError, timeouts) "
-            "follow from it") if follow else ""
+    tail = f"; {follow} later error(s) follow from it" if follow else ""
     where = root["host"] or "unknown host"
     if root.get("rank") is not None:
         where += f", rank {root['rank']}"
