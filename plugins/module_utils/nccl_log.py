@@ -108,6 +108,10 @@ def _diagnose(sources, cluster_cidr, cluster_ips, expected_transport, default_ho
             _read_stream(log, source, data, budget)
         else:
             _read_data(log, source, data, max_bytes)
+    if log.empty and len(log.empty) == len(sources):
+        raise NcclLogError(f"{', '.join(log.empty)}: empty: nothing to diagnose (check the path, and that "
+                           "the job wrote its output there)")
+    log.notes.extend(f"{source}: empty" for source in log.empty)
     return log.result(networks, default_host or UNKNOWN_HOST)
 
 
@@ -130,22 +134,24 @@ def _read_stream(log, source: str, path, budget: list) -> None:
         handle = path if hasattr(path, "read") else open(path, "rb")
     except (OSError, ValueError) as error:
         raise NcclLogError(f"{source}: cannot read: {getattr(error, 'strerror', None) or error}") from None
+    reader = StreamReader(handle, source, budget[0])
     try:
-        reader = StreamReader(handle, source, budget[0])
+        if reader.empty():
+            log.empty.append(source)
+            return
         head = reader.head()
         if looks_like_pickle(head):
             log.add_dump(source, reader.rest())
         elif _looks_like_ras_json(head.decode("utf-8", "replace")):
-            text, notes = decode(reader.rest(), source, budget[0])
-            log.add_ras_json(source, text)
+            log.add_ras_json(source, decode(reader.rest(), source, budget[0])[0])
         else:
             for line in reader.lines():
                 log.add(source, line)
         log.notes.extend(reader.notes)
-        budget[0] -= reader.size
     except OSError as error:
         raise NcclLogError(f"{source}: cannot read: {error.strerror or error}") from None
     finally:
+        budget[0] -= reader.size
         if handle is not path:
             handle.close()
 
@@ -177,6 +183,7 @@ class _Log:
         self.job = JobEvidence()
         self.dumps: List[dict] = []
         self.ras_problems: List[dict] = []
+        self.empty: List[str] = []  # files with nothing but whitespace
 
     def add_dump(self, source: str, data: bytes) -> None:
         try:

@@ -122,13 +122,17 @@ class StreamReader:
     def head(self) -> bytes:
         if self._head is None:
             self._head = self._read(_BINARY_SAMPLE)
-            if not self._head.strip(b"\x00 \t\r\n"):
-                rest = self._read(_BINARY_SAMPLE) if self._head else b""
-                if not rest.strip(b"\x00 \t\r\n"):
-                    raise NcclLogError(f"{self.source}: is empty: nothing to diagnose (check the path, "
-                                       "and that the job wrote its output there)")
-                self._head += rest
         return self._head
+
+    def empty(self) -> bool:
+        """Whether the stream holds nothing but whitespace and zero padding (reads it to know)."""
+        head = self.head()
+        while not head.strip(b"\x00 \t\r\n"):
+            more = self._read(_BINARY_SAMPLE)
+            if not more:
+                return True
+            head = self._head = more  # whitespace before it carries no line worth a number
+        return False
 
     def rest(self) -> bytes:
         chunks = [self.head()]
