@@ -60,11 +60,12 @@ def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems
     roots = _death_findings(job, settle_host)
     killed = [f for f in roots if f["consequence_of"] is None]
     errors = sorted((f for f in findings if f["severity"] == "error"), key=sort_key)
-    aborted_after_error = bool(killed and killed[0]["_class"] in (1, 2) and errors)
+    causes = [f for f in errors if f["code"] not in FOLLOWERS]
+    aborted_after_error = bool(killed and killed[0]["_class"] in (1, 2) and causes)
     if aborted_after_error:
         # An abort (SIGABRT, SIGTERM) or an exit code after an error the log shows: that error came first.
         for finding in roots:
-            finding["consequence_of"] = errors[0]["code"]
+            finding["consequence_of"] = causes[0]["code"]
         killed = []
     elif not killed:
         hang = _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host)
@@ -151,10 +152,10 @@ def _merge_deaths(job) -> List[dict]:
 def _death_finding(death: dict, job, settle_host) -> dict:
     rank = death.get("rank")
     nccl = job.ranks.get(rank) if rank is not None else None
-    host = (nccl or {}).get("host") or death.get("host") or death.get("node")
-    host = settle_host(host)
+    named = (nccl or {}).get("host") or death.get("host") or death.get("node")
+    host = settle_host(named)
     who = f"rank {rank}" if rank is not None else f"pid {death.get('pid')}"
-    where = f" on {host}" if host else ""
+    where = f" on {named}" if named else ""
     pid = death.get("pid") or (nccl or {}).get("pid")
     notes = [f"pid {pid}"] if pid and rank is not None else []
     if death.get("node") and death["node"] != host:
@@ -201,6 +202,7 @@ def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) ->
         item = ras[0]
         if rank is None:
             rank = item["rank"]
+            origin = origin or item.get("origin")
         reasons.append(f"NCCL RAS reports rank {item['rank']}: {item['reason'] or 'a problem'} "
                        f"(process {item['pid']} on {item['node']})")
     if dumps_verdict:
@@ -227,6 +229,8 @@ def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) ->
                            "collective")
     if rank is not None and host is None and rank in job.ranks:
         host = job.ranks[rank]["host"]
+    if rank is not None and host is None and ras and ras[0]["rank"] == rank:
+        host = job.pid_hosts.get(ras[0]["pid"])  # RAS names the bootstrap address; NCCL's prefix the host
     if rank is None:
         host = settle_host(host)
     origin = origin or _first_origin(ras, dumps_verdict)

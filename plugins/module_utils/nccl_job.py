@@ -29,6 +29,7 @@ _AGENT_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?
 # torchrun's ChildFailedError report: "  host      : node1", "  rank      : 1 (local_rank: 0)", ...
 _CHILD_FIELD = re.compile(r"^\s*(?P<key>host|rank|exitcode|traceback)\s*: (?P<value>.*\S)")
 _CHILD_BLOCK = re.compile(r"^\s*\[\d+\]:\s*$")
+_REPORT_ROOT = "Root Cause (first observed failure)"
 # The kernel's OOM killer: "Out of memory: Killed process 1747 (python3) ..." (also "Memory cgroup out
 # of memory: ...") and "oom-kill:constraint=...,task=python3,pid=1747,uid=0".
 _OOM = re.compile(r"[Oo]ut of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)"
@@ -88,7 +89,7 @@ class JobEvidence:
         elif "ncclkit-forensics:" in text:
             self._forensic(text, origin)
             return
-        if self._in_report or "ChildFailedError" in text:
+        if self._in_report or "ChildFailedError" in text or _REPORT_ROOT in text:
             self._child_block(text, origin)
         if "exited on signal" in text:
             self._match_death(_MPI_SIGNAL, text, origin, "mpi")
@@ -108,7 +109,7 @@ class JobEvidence:
                 match = _RENDEZVOUS_START.search(text)
                 if match:
                     self.rendezvous = origin()
-        self.ras.add(text)
+        self.ras.add(text, origin)
 
     # ---- NCCL's own lines ----
 
@@ -156,7 +157,7 @@ class JobEvidence:
 
     def _child_block(self, text, origin) -> None:
         # The report has no blank line inside: "[N]:" opens a failure, "key : value" lines fill it.
-        if "ChildFailedError" in text:
+        if "ChildFailedError" in text or _REPORT_ROOT in text:
             self._flush_child()
             self._in_report = True
             return
@@ -210,7 +211,7 @@ class JobEvidence:
 
     def _forensic(self, text, origin) -> None:
         if _FORENSICS_RAS in text:
-            self.ras.add(text.split(_FORENSICS_RAS, 1)[1])
+            self.ras.add(text.split(_FORENSICS_RAS, 1)[1], origin)
             return
         match = _FORENSICS.search(text)
         if match:

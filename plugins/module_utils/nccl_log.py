@@ -57,7 +57,7 @@ from .nccl_log_lines import (
     ofi_provider,
     split_lines,
 )
-from .nccl_ras import RasFormatError, parse_ras_json
+from .nccl_ras import RasFormatError, json_start, parse_ras_json
 
 __all__ = ["MAX_BYTES", "MAX_FILE_BYTES", "NcclLogError", "TRANSPORTS", "read_nccl_log", "read_nccl_log_files"]
 
@@ -158,7 +158,8 @@ def _read_stream(log, source: str, path, budget: list) -> None:
 
 def _looks_like_ras_json(text: str) -> bool:
     head = text[:4096]
-    return head.lstrip().startswith("{") and '"communicators"' in head
+    start = json_start(head)
+    return 0 <= start < 200 and '"communicators"' in head
 
 
 def _new_host() -> dict:
@@ -198,7 +199,10 @@ class _Log:
             problems = parse_ras_json(text)
         except RasFormatError as error:
             raise NcclLogError(f"{source}: {error}") from None
-        self.ras_problems.extend(dict(p, source=source) for p in problems)
+        self.ras_problems.extend(
+            dict(p, origin={"evidence": f"NCCL RAS (JSON): rank {p['rank']}: {p['reason']} (process {p['pid']} "
+                                        f"on {p['node']})", "source": source, "line": None})
+            for p in problems)
         self.notes.append(f"{source}: NCCL RAS JSON report naming {len(problems)} problem rank(s)")
 
     def add(self, source: str, line: Line) -> None:

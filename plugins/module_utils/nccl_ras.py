@@ -39,7 +39,8 @@ class RasText:
         self._heading = ""
         self._previous = ""
 
-    def add(self, text: str) -> None:
+    def add(self, text: str, origin=None) -> None:
+        """origin: a callable giving {evidence, source, line} for the line, kept for problem ranks."""
         stripped = text.strip()
         if stripped.startswith("SERVER PROTOCOL"):
             self.seen, self._section = True, False
@@ -52,7 +53,7 @@ class RasText:
             if match:
                 self.problems.append({"rank": int(match.group("rank")), "pid": match.group("pid"),
                                       "node": match.group("node"), "gpu": int(match.group("gpu")),
-                                      "reason": self._heading})
+                                      "reason": self._heading, "origin": origin() if origin else None})
             elif not stripped.startswith("#") and not stripped.startswith("Process "):
                 self._heading = stripped[:200]
         self._previous = stripped
@@ -61,8 +62,18 @@ class RasText:
         self._section = False
 
 
+def json_start(text: str) -> int:
+    """Where the JSON document starts: after the protocol lines ("SERVER PROTOCOL 2", "OK"), or -1."""
+    if text.lstrip().startswith("{"):
+        return len(text) - len(text.lstrip())
+    index = text.find("\n{")
+    return index + 1 if index >= 0 else -1
+
+
 def parse_ras_json(text: str) -> List[dict]:
     """The missing or unresponsive ranks a RAS JSON report names: [{rank, pid, node, gpu, reason}]."""
+    start = json_start(text)
+    text = text[start:] if start >= 0 else text
     try:
         document = json.loads(text)
     except ValueError:
