@@ -87,7 +87,7 @@ def read_nccl_log_files(paths, cluster_cidr=None, cluster_ips=None, expected_tra
 
 def _name(path) -> str:
     if hasattr(path, "read"):
-        return str(getattr(path, "name", "<stream>"))
+        return str(getattr(path, "name", "<stdin>"))
     if not isinstance(path, (str, bytes, os.PathLike)):
         # open() would take an int for a file descriptor.
         raise NcclLogError(f"expected a file path, got {type(path).__name__}")

@@ -58,7 +58,8 @@ def parse_command(args: argparse.Namespace) -> int:
                                  gate_min_size_bytes=args.gate_min_size, max_wrong=args.max_wrong,
                                  expected_ranks=args.expected_ranks, require_complete=args.require_complete)
     except output.NcclTestsParseError as error:
-        print(f"ncclkit parse: {error}", file=sys.stderr)
+        where = "" if args.output in str(error) else f"{'<stdin>' if args.output == '-' else args.output}: "
+        print(f"ncclkit parse: {where}{error}", file=sys.stderr)
         return exitcodes.BAD_INPUT
     findings = _diagnosis(args.output, data) if not facts["passed"] else []
     root = findings[0]["code"] if findings and findings[0]["severity"] == "error" else None
