@@ -292,9 +292,9 @@ PRIORITY = (
     "ib_missing", "ib_disabled", "efa_missing",
 )
 _RANK = {code: index for index, code in enumerate(PRIORITY)}
-# Most lines match no rule: one search for any needle spares them the loop over every rule.
-_ANY_NEEDLE = re.compile("|".join(sorted({re.escape(n) for rule in RULES for n in rule.needles}, key=len,
-                                         reverse=True)))
+# Most lines match no rule: a test for any needle spares them the loop over every rule. Substring
+# tests in C are several times faster than one regex alternation of ~40 words over the line.
+_NEEDLES = tuple(sorted({n for rule in RULES for n in rule.needles}))
 
 
 def sort_key(finding: dict):
@@ -310,7 +310,10 @@ class _Blank(dict):
 def match_line(text: str, expected_transport: str = "any") -> List[dict]:
     """Findings (without host) that one line's text supports; one per code at most."""
     found, seen = [], set()
-    if not _ANY_NEEDLE.search(text):
+    for needle in _NEEDLES:
+        if needle in text:
+            break
+    else:
         return found
     for rule in RULES:
         if rule.code in seen or not any(needle in text for needle in rule.needles):

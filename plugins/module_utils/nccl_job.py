@@ -85,8 +85,12 @@ class JobEvidence:
         """line: nccl_log_lines.Line; origin: a callable giving {evidence, source, line} on demand."""
         text = line.text
         if line.level:
+            # NCCL's own line: it carries ranks and init, never a launcher's or torch's message.
             self._nccl(line, origin)
-        elif "ncclkit-forensics:" in text:
+            if not self.rendezvous_done and ("Init COMPLETE" in text or "Connected all rings" in text):
+                self.rendezvous_done = True
+            return
+        if "ncclkit-forensics:" in text:
             self._forensic(text, origin)
             return
         if self._in_report or "ChildFailedError" in text or _REPORT_ROOT in text:

@@ -64,6 +64,7 @@ __all__ = ["MAX_BYTES", "MAX_FILE_BYTES", "NcclLogError", "TRANSPORTS", "read_nc
 TRANSPORTS = ("any", "socket", "ib", "efa")
 UNKNOWN_HOST = "unknown"
 _EVIDENCE_CHARS = 500
+_MEANINGS = 8192  # distinct NCCL messages remembered at once
 
 
 def read_nccl_log(data, cluster_cidr=None, cluster_ips=None, expected_transport: str = "any",
@@ -185,6 +186,7 @@ class _Log:
         self.dumps: List[dict] = []
         self.ras_problems: List[dict] = []
         self.empty: List[str] = []  # files with nothing but whitespace
+        self.meanings: Dict[tuple, list] = {}  # (level, NCCL message) -> its findings
 
     def add_dump(self, source: str, data: bytes) -> None:
         try:
@@ -208,13 +210,17 @@ class _Log:
     def add(self, source: str, line: Line) -> None:
         self.lines += 1
         self.job.add(line, lambda: _origin(line, source))
-        if line.host:
+        host = line.host
+        if host:
             if line.label:
-                self.label_hosts.setdefault(line.label, line.host)
-            named = self.source_hosts.setdefault(source, set())
+                self.label_hosts.setdefault(line.label, host)
+            named = self.source_hosts.get(source)
+            if named is None:
+                named = self.source_hosts[source] = set()
             if len(named) < 2:
-                named.add(line.host)
-            self._facts(self._host(line.host), line, source)
+                named.add(host)
+            facts = self.hosts.get(host)
+            self._facts(facts if facts is not None else self._host(host), line, source)
         else:
             self._loose_facts(line, source)
         self._findings(line, source)
@@ -225,11 +231,19 @@ class _Log:
         return self.hosts[name]
 
     def _facts(self, host: dict, line: Line, source: str) -> None:
-        for nic in bootstrap_nics(line):
-            _add_nic(host["bootstrap_nics"], nic, line, source)
-        for nic in net_nics(line):
-            _add_nic(host["net_nics"], nic, line, source)
-        net, provider, version, setting = network_name(line), ofi_provider(line), nccl_version(line), env_setting(line)
+        # Each reader is tried only where its words are: most lines carry no fact at all.
+        msg = line.msg
+        if msg.startswith("Bootstrap"):
+            for nic in bootstrap_nics(line):
+                _add_nic(host["bootstrap_nics"], nic, line, source)
+        provider = None
+        if msg.startswith("NET/"):
+            for nic in net_nics(line):
+                _add_nic(host["net_nics"], nic, line, source)
+            provider = ofi_provider(line)
+        net = network_name(line) if "Using network" in msg or "via NET/" in msg else None
+        version = nccl_version(line) if "NCCL version" in msg else None
+        setting = env_setting(line) if "set by environment" in msg else None
         if net:
             if net not in host["nets"]:
                 host["nets"][net] = _origin(line, source)
@@ -241,7 +255,10 @@ class _Log:
         if setting:
             host["env"][setting[0]] = setting[1]
         # A channel over NET/ joins ranks that NCCL sees on different nodes.
-        self.nodes = max(self.nodes, node_count(line) or 0, 2 if net and "via NET/" in line.msg else 0)
+        if "nNodes" in msg:
+            self.nodes = max(self.nodes, node_count(line) or 0)
+        if net and self.nodes < 2 and "via NET/" in msg:
+            self.nodes = 2
 
     def _loose_facts(self, line: Line, source: str) -> None:
         row_host = device_row_host(line)
@@ -252,9 +269,20 @@ class _Log:
             self.loose_versions[(version, line.label)] = _origin(line, source)
 
     def _findings(self, line: Line, source: str) -> None:
-        found = match_line(line.text, self.expected)
-        if not found and line.level == "WARN":
-            found = [nccl_warning(line.msg)]
+        if line.level:
+            # NCCL repeats the same messages on every rank: what one message means is looked up
+            # once (the rules read only the message, never the host:pid prefix before it).
+            key = (line.level, line.msg)
+            found = self.meanings.get(key)
+            if found is None:
+                found = match_line(line.text, self.expected)
+                if not found and line.level == "WARN":
+                    found = [nccl_warning(line.msg)]
+                if len(self.meanings) >= _MEANINGS:
+                    self.meanings.clear()
+                self.meanings[key] = found
+        else:
+            found = match_line(line.text, self.expected)
         for finding in found:
             key = (finding["code"], line.host, line.label, source, finding["cause"])
             if key in self.pending:

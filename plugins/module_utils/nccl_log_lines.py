@@ -107,6 +107,7 @@ class StreamReader:
     def __init__(self, handle, source: str, max_bytes: int):
         self.handle, self.source, self.max_bytes = handle, source, max_bytes
         self.size = 0
+        self.bad = 0  # lines with undecodable bytes
         self.notes: List[str] = []
         self._head = None
 
@@ -146,43 +147,51 @@ class StreamReader:
         head = self.head()
         if _looks_binary(head.replace(b"\x00", b"")):
             raise NcclLogError(f"{self.source}: looks like a binary file, not a text log")
-        number, bad, pending, chunk = 0, 0, b"", head
+        number, pending, chunk = 0, b"", head
         while chunk:
-            parts = (pending + chunk).split(b"\n")
-            pending = parts.pop()[:MAX_LINE * 4]  # a line is cut at MAX_LINE characters anyway
-            for raw in parts:
-                number += 1
-                text, bad = _decode_line(raw, bad)
-                yield from _pieces(number, text)
+            data = pending + chunk
+            cut = data.rfind(b"\n")
+            # A line is cut at MAX_LINE characters anyway: an endless one is not kept whole.
+            pending = data[cut + 1:][:MAX_LINE * 4]
+            if cut >= 0:
+                for text in self._decode(data[:cut]):
+                    number += 1
+                    if "\r" in text:
+                        yield from _pieces(number, text)
+                    else:
+                        yield parse_line(number, text[:MAX_LINE])
             chunk = self._read(_CHUNK)
         if pending:
-            text, bad = _decode_line(pending, bad)
-            yield from _pieces(number + 1, text)
-        if bad:
-            self.notes.append(f"{self.source}: not valid UTF-8; {bad} line(s) had undecodable bytes replaced "
+            for text in self._decode(pending):
+                yield from _pieces(number + 1, text)
+        if self.bad:
+            self.notes.append(f"{self.source}: not valid UTF-8; {self.bad} line(s) had undecodable bytes replaced "
                               "with U+FFFD")
+
+    def _decode(self, body: bytes) -> List[str]:
+        """The lines of a run of whole lines; decoded in one call unless some line is not UTF-8."""
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            texts = []
+            for raw in body.split(b"\n"):
+                try:
+                    texts.append(raw.decode("utf-8"))
+                except UnicodeDecodeError:
+                    texts.append(raw.decode("utf-8", errors="replace"))
+                    self.bad += 1
+            text = "\n".join(texts)
+        if "\x00" in text:
+            text = text.replace("\x00", "")  # zero padding from a crash
+        return text.split("\n")
 
 
 def _pieces(number: int, text: str):
     # Progress bars rewrite their line with bare carriage returns; each part is a line of its own
     # (as str.splitlines() reads them), numbered as the file's line.
-    if "\r" not in text:
-        yield parse_line(number, text[:MAX_LINE])
-        return
     for piece in text.split("\r"):
         if piece:
             yield parse_line(number, piece[:MAX_LINE])
-
-
-def _decode_line(raw: bytes, bad: int) -> Tuple[str, int]:
-    if b"\x00" in raw:
-        raw = raw.replace(b"\x00", b"")  # zero padding from a crash
-    if raw.endswith(b"\r"):
-        raw = raw[:-1]
-    try:
-        return raw.decode("utf-8"), bad
-    except UnicodeDecodeError:
-        return raw.decode("utf-8", errors="replace"), bad + 1
 
 
 def split_lines(text: str):
@@ -194,9 +203,11 @@ def split_lines(text: str):
 def parse_line(number: int, raw: str) -> Line:
     text = ANSI.sub("", raw) if "\x1b" in raw else raw
     label, text = _strip_labels(text) if text[:1] in ("[", " ", "\t") else (None, text)
-    match = NCCL_LINE.search(text) if "NCCL" in text else None
+    # Most NCCL lines start with their prefix: an anchored match is the fast path.
+    match = (NCCL_LINE.match(text) or NCCL_LINE.search(text)) if "NCCL" in text else None
     if match:
-        return Line(number, text, label, match.group("host"), match.group("level"), match.group("msg").strip())
+        host, level, msg = match.group("host", "level", "msg")
+        return Line(number, text, label, host, level, msg.strip())
     match = TEST_FAILURE.search(text) if "Test " in text else None
     return Line(number, text, label, match.group("host") if match else None, None, text.strip())
 

@@ -41,6 +41,8 @@ class RasText:
 
     def add(self, text: str, origin=None) -> None:
         """origin: a callable giving {evidence, source, line} for the line, kept for problem ranks."""
+        if not self.seen and "SERVER PROTOCOL" not in text:
+            return
         stripped = text.strip()
         if stripped.startswith("SERVER PROTOCOL"):
             self.seen, self._section = True, False

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 
 from .nccl_tests_lines import COUNT, NCCL_VERSION, TEST_FAILURE, device_row
 
@@ -77,6 +78,11 @@ _LAUNCHER_FAILURE = re.compile(
     r"MPI_ABORT was invoked|exited with non-zero status"
     r"|Primary job\s+terminated normally, but|^a non-zero exit code|Segmentation fault|\(core dumped\)"
     r"|terminate called after|srun: error:|Invalid number of GPUs|were killed by signal|exited on signal \d")
+# Words one of which every launcher failure line holds: a substring test spares the rows (nearly
+# every line of a long output) two regex searches each.
+_FAILURE_WORDS = ("failure", "MPI_ABORT", "non-zero", "Primary job", "Segmentation fault", "core dumped",
+                  "terminate called", "srun: error:", "Invalid number of GPUs", "killed by signal",
+                  "exited on signal")
 _PROGRAM = re.compile(r"^[a-z][a-z0-9_]*_perf(?:_mpi)?$")
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -344,7 +350,8 @@ class _Reader:
             if "NCCL version" in payload:
                 self._logged_version(payload)
             return
-        if TEST_FAILURE.search(payload) or _LAUNCHER_FAILURE.search(payload):
+        if any(word in payload for word in _FAILURE_WORDS) and (
+                TEST_FAILURE.search(payload) or _LAUNCHER_FAILURE.search(payload)):
             self._collect("errors", payload)
         elif "NCCL WARN" in payload:
             self._collect("warnings", payload)
@@ -447,8 +454,8 @@ def _row(tokens, table):
             continue
         out_of_place, in_place = halves if len(halves) == 2 else (None, halves[0])
         return {
-            "size_bytes": int(tokens[0]), "count": int(tokens[1]), "type": type_name,
-            "redop": optional.get("redop"), "root": optional.get("root"),
+            "size_bytes": int(tokens[0]), "count": int(tokens[1]), "type": sys.intern(type_name),
+            "redop": _intern(optional.get("redop")), "root": optional.get("root"),
             "out_of_place": out_of_place, "in_place": in_place,
         }
     return None
@@ -470,6 +477,11 @@ def _optional_columns(tokens, names):
         else:
             return None
     return values
+
+
+def _intern(value):
+    # A million rows share a handful of type and operation names: one string each.
+    return sys.intern(value) if isinstance(value, str) else value
 
 
 def _halves(tokens, keys):
