@@ -218,3 +218,42 @@ def test_a_pickle_that_would_run_code_is_refused_without_running_it(tmp_path):
 def test_stdin_like_streams_are_read():
     result = read_nccl_log_files([io.BytesIO((SAMPLES / "h200-stuck-arp_kill.log").read_bytes())])
     assert root(result)["code"] == "rank_killed"
+
+
+# ---- resource use (docs/benchmarks.md has the 100 MB figures) ----
+
+def test_spaces_inside_an_env_value_take_linear_time():
+    # The old pattern took ~0.7 s for this one line (quadratic in the spaces), minutes for a log.
+    import time
+
+    line = "node0:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth1" + " " * 8000 + "x\n"
+    started = time.process_time()
+    result = read_nccl_log(line * 20)
+    assert time.process_time() - started < 1.0
+    assert result["hosts"]["node0"]["env"]["NCCL_SOCKET_IFNAME"].startswith("eth1")
+
+
+def test_thousands_of_distinct_nics_take_linear_time():
+    import time
+
+    lines = "".join(f"node0:1:1 [0] NCCL INFO NET/Socket : Using [0]eth{i}:10.{i >> 16}.{(i >> 8) & 255}.{i & 255}<0>\n"
+                    for i in range(20000))
+    started = time.process_time()
+    result = read_nccl_log(lines)
+    assert time.process_time() - started < 5.0  # the old list scan: ~2e8 comparisons
+    assert len(result["hosts"]["node0"]["net_nics"]) == 20000
+
+
+def test_a_large_log_is_read_in_bounded_memory(tmp_path):
+    # A 12 MB job log (benchmarks/diagnose_speed.py's generator), in a subprocess: peak RSS stays
+    # that of the interpreter plus a few MiB, whatever the size (the 100 MB run: under 50 MiB).
+    import subprocess
+    import sys
+
+    script = (REPO_ROOT / "benchmarks" / "diagnose_speed.py")
+    done = subprocess.run([sys.executable, str(script), "--log-mb", "12", "--what", "diagnose"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    peak = float(done.stdout.split("peak RSS ")[1].split(" MiB")[0])
+    assert peak < 100, done.stdout
+    assert "PROBLEM: rank_killed (gpu-node-0001, rank 9)" in done.stdout
