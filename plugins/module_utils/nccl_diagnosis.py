@@ -274,7 +274,9 @@ def verdict(findings: List[dict], lines: int, hosts) -> str:
     errors = [f for f in findings if f["severity"] == "error"]
     if not errors:
         warnings = sum(f["severity"] == "warning" for f in findings)
-        named = ", ".join(hosts) or "none named"
+        hosts = list(hosts)
+        named = (", ".join(hosts) if len(hosts) <= 4 else f"{len(hosts)} ({', '.join(hosts[:3])}, ...)") \
+            or "none named"
         return f"HEALTHY: no errors in {lines} lines ({warnings} warning(s)); hosts: {named}"
     root = errors[0]
     follow = sum(1 for f in errors if f["consequence_of"])

@@ -259,8 +259,10 @@ def summary(result: dict) -> str:
                          f"{', '.join(dict.fromkeys(following))}")
         return "\n".join(lines)
     counts = {severity: sum(f["severity"] == severity for f in result["findings"]) for severity in ("warning", "info")}
+    hosts = list(result["hosts"])
+    named = ", ".join(hosts) if len(hosts) <= 8 else f"{len(hosts)} ({', '.join(hosts[:3])}, ...)"
     return (f"no errors in {result['lines']} lines ({counts['warning']} warnings, {counts['info']} info); "
-            f"hosts: {', '.join(result['hosts']) or 'none named'}")
+            f"hosts: {named or 'none named'}")
 
 
 def main():

@@ -257,3 +257,14 @@ def test_a_large_log_is_read_in_bounded_memory(tmp_path):
     peak = float(done.stdout.split("peak RSS ")[1].split(" MiB")[0])
     assert peak < 100, done.stdout
     assert "PROBLEM: rank_killed (gpu-node-0001, rank 9)" in done.stdout
+
+
+def test_findings_do_not_repeat_the_host_list():
+    # 300 hosts on one NCCL version, 300 on another: each finding names a few hosts, not all 300.
+    lines = "".join(f"h{i:03d}:1:1 [0] NCCL INFO NCCL version {'2.28.9' if i % 2 else '2.21.5'}+cuda12\n"
+                    for i in range(600))
+    result = read_nccl_log(lines)
+    mismatches = [f for f in result["findings"] if f["code"] == "nccl_version_mismatch"]
+    assert len(mismatches) == 300
+    assert all(len(f["cause"]) < 400 and "300 hosts (" in f["cause"] for f in mismatches)
+    assert len(result["verdict"]) < 400
