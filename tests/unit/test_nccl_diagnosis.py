@@ -268,3 +268,22 @@ def test_findings_do_not_repeat_the_host_list():
     assert len(mismatches) == 300
     assert all(len(f["cause"]) < 400 and "300 hosts (" in f["cause"] for f in mismatches)
     assert len(result["verdict"]) < 400
+
+
+def test_ras_lines_inside_forensics_output_name_the_rank():
+    # nccl_forensics.py prefixes RAS's answer with "ncclkit-forensics: ras: " (the H200 RAS text).
+    ras = without_source("nccl-ras-verbose-status-rank1-stopped.txt").decode().splitlines()
+    text = "\n".join(f"ncclkit-forensics: ras: {line}" for line in ras)
+    first = root(read_nccl_log(text))
+    assert (first["code"], first["rank"]) == ("hang_in_collective", 1)
+    assert first["evidence"].startswith("ncclkit-forensics: ras:") and "Rank 1 -- GPU 0" in first["evidence"]
+
+
+@pytest.mark.parametrize("row", [line for line in (REPO_ROOT / "docs" / "diagnosis.md").read_text().splitlines()
+                                 if line.startswith("| `h200-stuck-") and " and " not in line.split("|")[1]
+                                 or line.startswith("| `h200-stuck-torch_kill-node0.log h200")
+                                 or line.startswith("| `h200-stuck-torch_stop-node0.log h200")])
+def test_the_documented_verdicts_are_the_engine_s(row):
+    names = row.split("|")[1].split("`")[1].split()
+    documented = row.split("|")[2].strip().strip("`")
+    assert diagnose(*names)["verdict"] == documented
