@@ -105,7 +105,7 @@ def parse_text(text):
     built without MPI=1 (each printing a whole one-rank run) do not mix into one another.
     """
     readers = {}  # stream (MPI rank or None) -> _Reader, in the order first seen
-    for line in text.splitlines():
+    for line in _lines(text):
         if "\x1b" in line:
             line = _ANSI_ESCAPE.sub("", line)
         stream, payload = _split_launcher_prefix(line)
@@ -479,6 +479,32 @@ def _optional_columns(tokens, names):
     return values
 
 
+def _lines(text, chunk=1 << 20):
+    """text.splitlines(), a chunk at a time: a long output never becomes one list of all its lines.
+    Chunks end just after a "\n", so a line (and a "\r\n") is never split between two."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + chunk)
+        end = len(text) if end < 0 else end + 1
+        yield from text[start:end].splitlines()
+        start = end
+
+
+_FLOATS = {}  # token -> float: a long table repeats its values, one object each is enough
+_MAX_FLOATS = 1 << 16
+
+
+def _float(token):
+    value = _FLOATS.get(token)
+    if value is None:
+        value = float(token)
+        if len(token) <= 24:  # numbers as nccl-tests prints them; anything longer is not kept
+            if len(_FLOATS) >= _MAX_FLOATS:
+                _FLOATS.clear()
+            _FLOATS[token] = value
+    return value
+
+
 def _intern(value):
     # A million rows share a handful of type and operation names: one string each.
     return sys.intern(value) if isinstance(value, str) else value
@@ -494,7 +520,7 @@ def _halves(tokens, keys):
                 half[key] = None
                 continue
             try:
-                value = float(token)
+                value = _float(token)
             except ValueError:
                 return None
             if "_" in token:  # float() reads "1_000"; nccl-tests never prints it
