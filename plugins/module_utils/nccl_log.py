@@ -9,14 +9,18 @@ The result (a dict of plain JSON types):
     hosts: {host: {bootstrap_nics: [{name, address}], net_nics: [{name, address?, kind}],
                    transport: "Socket" | "IB" | "OFI(EFA)" | "OFI(<provider>)" | other | None,
                    nccl_versions: ["2.28.9+cuda13.0"], env: {NCCL_SOCKET_IFNAME: "eth1", ...}}}
-    findings: [{code, severity, host, evidence, source, line, count, cause, fix}]  errors first
+    findings: [{code, severity, host, rank, evidence, source, line, count, cause, fix, consequence_of}]
+              the root cause first (nccl_diagnosis.judge), then independent findings, then consequences
+    verdict: one line naming the root cause, or HEALTHY
     nccl_versions: every distinct NCCL version in the log
     multi_node: whether the log shows more than one node
     lines: how many lines were read
     notes: remarks about the input (not UTF-8, nothing recognised)
 Lines that name no host (torch tracebacks, bare Gloo errors) are given the host of their launcher
-label when an NCCL line with that label names one, else the only host in the log, else
-default_host, else "unknown".
+label when an NCCL line with that label names one, else the only host their file names (one log
+per node), else the only host in the log, else default_host, else "unknown".
+Inputs may also be PyTorch flight-recorder dumps (pickles, read by nccl_flight_recorder) and
+NCCL RAS JSON reports (nccl_ras); they add evidence about hangs but no lines.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional
 
+from .nccl_diagnosis import judge, verdict
 from .nccl_findings import (
     match_line,
     nccl_warning,
@@ -33,8 +38,12 @@ from .nccl_findings import (
     transport_findings,
     version_findings,
 )
+from .nccl_flight_recorder import FlightRecorderError, compare_dumps, looks_like_pickle, read_dump
+from .nccl_job import JobEvidence
 from .nccl_log_lines import (
     MAX_BYTES,
+    MAX_FILE_BYTES,
+    StreamReader,
     Line,
     NcclLogError,
     bootstrap_nics,
@@ -48,47 +57,42 @@ from .nccl_log_lines import (
     ofi_provider,
     split_lines,
 )
+from .nccl_ras import RasFormatError, json_start, parse_ras_json
 
-__all__ = ["MAX_BYTES", "NcclLogError", "TRANSPORTS", "read_nccl_log", "read_nccl_log_files"]
+__all__ = ["MAX_BYTES", "MAX_FILE_BYTES", "NcclLogError", "TRANSPORTS", "read_nccl_log", "read_nccl_log_files"]
 
 TRANSPORTS = ("any", "socket", "ib", "efa")
 UNKNOWN_HOST = "unknown"
 _EVIDENCE_CHARS = 500
+_MEANINGS = 8192  # distinct NCCL messages remembered at once
 
 
 def read_nccl_log(data, cluster_cidr=None, cluster_ips=None, expected_transport: str = "any",
                   default_host: Optional[str] = None, max_bytes: int = MAX_BYTES, source: str = "content") -> dict:
     """Diagnose one log given as str or bytes; raise NcclLogError (only) for unusable input."""
-    return _diagnose([(source, data)], cluster_cidr, cluster_ips, expected_transport, default_host, max_bytes)
+    return _diagnose([(source, data, False)], cluster_cidr, cluster_ips, expected_transport, default_host, max_bytes)
 
 
 def read_nccl_log_files(paths, cluster_cidr=None, cluster_ips=None, expected_transport: str = "any",
-                        default_host: Optional[str] = None, max_bytes: int = MAX_BYTES) -> dict:
-    """Diagnose several log files as one log (all ranks of a job); max_bytes caps their total."""
-    if isinstance(paths, (str, bytes, os.PathLike)):
+                        default_host: Optional[str] = None, max_bytes: int = MAX_FILE_BYTES) -> dict:
+    """Diagnose several log files as one log (all ranks of a job); max_bytes caps their total.
+
+    Files are read line by line, so memory stays small whatever their size. A path may also be an
+    open binary file object (stdin's buffer), named by its `name` attribute.
+    """
+    if isinstance(paths, (str, bytes, os.PathLike)) or hasattr(paths, "read"):
         paths = [paths]
-    sources, total = [], 0
-    for path in paths:
-        data = _read_file(path, max_bytes - total)
-        total += len(data)
-        sources.append((os.fsdecode(path), data))
-    return _diagnose(sources, cluster_cidr, cluster_ips, expected_transport, default_host, max_bytes)
+    return _diagnose([(_name(path), path, True) for path in paths], cluster_cidr, cluster_ips, expected_transport,
+                     default_host, max_bytes)
 
 
-def _read_file(path, budget: int) -> bytes:
+def _name(path) -> str:
+    if hasattr(path, "read"):
+        return str(getattr(path, "name", "<stdin>"))
     if not isinstance(path, (str, bytes, os.PathLike)):
         # open() would take an int for a file descriptor.
         raise NcclLogError(f"expected a file path, got {type(path).__name__}")
-    name = os.fsdecode(path)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(max(budget, 0) + 1)
-    except (OSError, ValueError) as error:
-        raise NcclLogError(f"{name}: cannot read: {getattr(error, 'strerror', None) or error}") from None
-    if len(data) > budget:
-        raise NcclLogError(f"{name}: the logs are over the {MAX_BYTES // 1048576} MiB limit together; "
-                           "pass the part around the failure (e.g. `tail -c 32M`)")
-    return data
+    return os.fsdecode(path)
 
 
 def _diagnose(sources, cluster_cidr, cluster_ips, expected_transport, default_host, max_bytes) -> dict:
@@ -99,18 +103,70 @@ def _diagnose(sources, cluster_cidr, cluster_ips, expected_transport, default_ho
     except (TypeError, ValueError) as error:
         raise NcclLogError(str(error)) from None
     log = _Log(expected_transport)
-    for source, data in sources:
-        text, notes = decode(data, source, max_bytes)
-        log.notes.extend(notes)
-        for line in split_lines(text):
-            log.add(source, line)
+    budget = [max_bytes]
+    for source, data, is_file in sources:
+        if is_file:
+            _read_stream(log, source, data, budget)
+        else:
+            _read_data(log, source, data, max_bytes)
+    if log.empty and len(log.empty) == len(sources):
+        raise NcclLogError(f"{', '.join(log.empty)}: empty: nothing to diagnose (check the path, and that "
+                           "the job wrote its output there)")
+    log.notes.extend(f"{source}: empty" for source in log.empty)
     return log.result(networks, default_host or UNKNOWN_HOST)
+
+
+def _read_data(log, source: str, data, max_bytes: int) -> None:
+    if isinstance(data, (bytes, bytearray, memoryview)) and looks_like_pickle(data):
+        log.add_dump(source, bytes(data))
+        return
+    text, notes = decode(data, source, max_bytes)
+    log.notes.extend(notes)
+    if _looks_like_ras_json(text):
+        log.add_ras_json(source, text)
+        return
+    for line in split_lines(text):
+        log.add(source, line)
+
+
+def _read_stream(log, source: str, path, budget: list) -> None:
+    """A file (path or open binary object), line by line, within budget[0] bytes for all files."""
+    try:
+        handle = path if hasattr(path, "read") else open(path, "rb")
+    except (OSError, ValueError) as error:
+        raise NcclLogError(f"{source}: cannot read: {getattr(error, 'strerror', None) or error}") from None
+    reader = StreamReader(handle, source, budget[0])
+    try:
+        if reader.empty():
+            log.empty.append(source)
+            return
+        head = reader.head()
+        if looks_like_pickle(head):
+            log.add_dump(source, reader.rest())
+        elif _looks_like_ras_json(head.decode("utf-8", "replace")):
+            log.add_ras_json(source, decode(reader.rest(), source, budget[0])[0])
+        else:
+            for line in reader.lines():
+                log.add(source, line)
+        log.notes.extend(reader.notes)
+    except OSError as error:
+        raise NcclLogError(f"{source}: cannot read: {error.strerror or error}") from None
+    finally:
+        budget[0] -= reader.size
+        if handle is not path:
+            handle.close()
+
+
+def _looks_like_ras_json(text: str) -> bool:
+    head = text[:4096]
+    start = json_start(head)
+    return 0 <= start < 200 and '"communicators"' in head
 
 
 def _new_host() -> dict:
     # nets and versions: {value: where it was first seen ({evidence, source, line})}; "net" is the last net.
     # Only distinct values are kept, so that memory (and the garbage collector's work) stays small.
-    return {"bootstrap_nics": [], "net_nics": [], "nets": {}, "net": None, "ofi": [], "versions": {}, "env": {}}
+    return {"bootstrap_nics": {}, "net_nics": {}, "nets": {}, "net": None, "ofi": [], "versions": {}, "env": {}}
 
 
 class _Log:
@@ -120,18 +176,51 @@ class _Log:
         self.expected = expected_transport
         self.hosts: Dict[str, dict] = {}
         self.label_hosts: Dict[str, str] = {}
-        self.pending: Dict[tuple, dict] = {}  # (code, host, label, cause) -> first finding, with a count
+        self.pending: Dict[tuple, dict] = {}  # (code, host, label, source, cause) -> first finding, with a count
+        self.source_hosts: Dict[str, set] = {}  # source -> up to two hosts its NCCL lines name
         self.loose_versions: Dict[tuple, dict] = {}  # (version, label) -> origin, from lines without a host
         self.nodes = 0
         self.lines = 0
         self.notes: List[str] = []
+        self.job = JobEvidence()
+        self.dumps: List[dict] = []
+        self.ras_problems: List[dict] = []
+        self.empty: List[str] = []  # files with nothing but whitespace
+        self.meanings: Dict[tuple, list] = {}  # (level, NCCL message) -> its findings
+
+    def add_dump(self, source: str, data: bytes) -> None:
+        try:
+            dump = read_dump(data, source)
+        except FlightRecorderError as error:
+            raise NcclLogError(str(error)) from None
+        self.dumps.append(dump)
+        self.notes.append(f"{source}: flight-recorder dump of rank {dump['rank']} ({len(dump['entries'])} entries)")
+
+    def add_ras_json(self, source: str, text: str) -> None:
+        try:
+            problems = parse_ras_json(text)
+        except RasFormatError as error:
+            raise NcclLogError(f"{source}: {error}") from None
+        self.ras_problems.extend(
+            dict(p, origin={"evidence": f"NCCL RAS (JSON): rank {p['rank']}: {p['reason']} (process {p['pid']} "
+                                        f"on {p['node']})", "source": source, "line": None})
+            for p in problems)
+        self.notes.append(f"{source}: NCCL RAS JSON report naming {len(problems)} problem rank(s)")
 
     def add(self, source: str, line: Line) -> None:
         self.lines += 1
-        if line.host:
+        self.job.add(line, lambda: _origin(line, source))
+        host = line.host
+        if host:
             if line.label:
-                self.label_hosts.setdefault(line.label, line.host)
-            self._facts(self._host(line.host), line, source)
+                self.label_hosts.setdefault(line.label, host)
+            named = self.source_hosts.get(source)
+            if named is None:
+                named = self.source_hosts[source] = set()
+            if len(named) < 2:
+                named.add(host)
+            facts = self.hosts.get(host)
+            self._facts(facts if facts is not None else self._host(host), line, source)
         else:
             self._loose_facts(line, source)
         self._findings(line, source)
@@ -142,11 +231,19 @@ class _Log:
         return self.hosts[name]
 
     def _facts(self, host: dict, line: Line, source: str) -> None:
-        for nic in bootstrap_nics(line):
-            _add_nic(host["bootstrap_nics"], nic, line, source)
-        for nic in net_nics(line):
-            _add_nic(host["net_nics"], nic, line, source)
-        net, provider, version, setting = network_name(line), ofi_provider(line), nccl_version(line), env_setting(line)
+        # Each reader is tried only where its words are: most lines carry no fact at all.
+        msg = line.msg
+        if msg.startswith("Bootstrap"):
+            for nic in bootstrap_nics(line):
+                _add_nic(host["bootstrap_nics"], nic, line, source)
+        provider = None
+        if msg.startswith("NET/"):
+            for nic in net_nics(line):
+                _add_nic(host["net_nics"], nic, line, source)
+            provider = ofi_provider(line)
+        net = network_name(line) if "Using network" in msg or "via NET/" in msg else None
+        version = nccl_version(line) if "NCCL version" in msg else None
+        setting = env_setting(line) if "set by environment" in msg else None
         if net:
             if net not in host["nets"]:
                 host["nets"][net] = _origin(line, source)
@@ -158,7 +255,10 @@ class _Log:
         if setting:
             host["env"][setting[0]] = setting[1]
         # A channel over NET/ joins ranks that NCCL sees on different nodes.
-        self.nodes = max(self.nodes, node_count(line) or 0, 2 if net and "via NET/" in line.msg else 0)
+        if "nNodes" in msg:
+            self.nodes = max(self.nodes, node_count(line) or 0)
+        if net and self.nodes < 2 and "via NET/" in msg:
+            self.nodes = 2
 
     def _loose_facts(self, line: Line, source: str) -> None:
         row_host = device_row_host(line)
@@ -169,11 +269,22 @@ class _Log:
             self.loose_versions[(version, line.label)] = _origin(line, source)
 
     def _findings(self, line: Line, source: str) -> None:
-        found = match_line(line.text, self.expected)
-        if not found and line.level == "WARN":
-            found = [nccl_warning(line.msg)]
+        if line.level:
+            # NCCL repeats the same messages on every rank: what one message means is looked up
+            # once (the rules read only the message, never the host:pid prefix before it).
+            key = (line.level, line.msg)
+            found = self.meanings.get(key)
+            if found is None:
+                found = match_line(line.text, self.expected)
+                if not found and line.level == "WARN":
+                    found = [nccl_warning(line.msg)]
+                if len(self.meanings) >= _MEANINGS:
+                    self.meanings.clear()
+                self.meanings[key] = found
+        else:
+            found = match_line(line.text, self.expected)
         for finding in found:
-            key = (finding["code"], line.host, line.label, finding["cause"])
+            key = (finding["code"], line.host, line.label, source, finding["cause"])
             if key in self.pending:
                 self.pending[key]["count"] += 1
             else:
@@ -184,18 +295,28 @@ class _Log:
     def result(self, networks, default_host: str) -> dict:
         fallback = next(iter(self.hosts)) if len(self.hosts) == 1 else default_host
 
-        def settle(label):
-            return self.label_hosts.get(label) or fallback
+        def settle(label, source=None):
+            named = self.source_hosts.get(source, ())
+            return self.label_hosts.get(label) or (next(iter(named)) if len(named) == 1 else fallback)
 
         for (version, label), origin in self.loose_versions.items():
             if settle(label) != UNKNOWN_HOST:
                 self._host(settle(label))["versions"].setdefault(version, origin)
-        findings = [dict(finding, host=host or settle(label))
-                    for (_, host, label, _), finding in self.pending.items()]
+        findings = [dict(finding, host=host or settle(label, source))
+                    for (_, host, label, source, _), finding in self.pending.items()]
         findings += self._derived(networks)
+        self.job.finish()
+        dumps_verdict = compare_dumps(self.dumps) if self.dumps else None
+        if dumps_verdict:
+            dumps_verdict["source"] = ", ".join(d["name"] for d in self.dumps)
+        findings = judge(_dedupe(findings), self.job, dumps_verdict, self.ras_problems,
+                         lambda host: host or fallback)
+        findings = [dict({key: finding.get(key) for key in PUBLIC_KEYS}, host=finding.get("host") or UNKNOWN_HOST)
+                    for finding in findings]
         return {
+            "verdict": verdict(findings, self.lines, list(self.hosts)),
             "hosts": {name: _public(facts) for name, facts in self.hosts.items()},
-            "findings": _dedupe(findings),
+            "findings": findings,
             "nccl_versions": _distinct([v for facts in self.hosts.values() for v in facts["versions"]]
                                        + [version for version, _ in self.loose_versions]),
             "multi_node": self._multi_node(),
@@ -215,7 +336,7 @@ class _Log:
         return found
 
     def _nothing_note(self, findings) -> List[str]:
-        if self.hosts or findings:
+        if self.hosts or findings or self.dumps or self.ras_problems:
             return []
         return ["no NCCL, Gloo or torch.distributed lines were recognised "
                 "(run with NCCL_DEBUG=INFO to get NCCL's own lines)"]
@@ -225,9 +346,11 @@ def _origin(line: Line, source: str) -> dict:
     return {"evidence": line.text.strip()[:_EVIDENCE_CHARS], "source": source, "line": line.number}
 
 
-def _add_nic(nics: List[dict], nic: dict, line: Line, source: str) -> None:
-    if not any(known["name"] == nic["name"] and known.get("address") == nic.get("address") for known in nics):
-        nics.append(dict(nic, origin=_origin(line, source)))
+def _add_nic(nics: Dict[tuple, dict], nic: dict, line: Line, source: str) -> None:
+    # A dict keyed by (name, address): a log listing thousands of NICs stays linear.
+    key = (nic["name"], nic.get("address"))
+    if key not in nics:
+        nics[key] = dict(nic, origin=_origin(line, source))
 
 
 def _transports(facts: dict) -> List[tuple]:
@@ -238,7 +361,7 @@ def _transports(facts: dict) -> List[tuple]:
         return [(_transport(net, facts["ofi"]), facts["nets"][net]) for net in nets]
     if facts["net_nics"]:
         # No "Using network" line (NCCL before 2.5, or a cut log): go by the last NIC listing.
-        nic = facts["net_nics"][-1]
+        nic = list(facts["net_nics"].values())[-1]
         kind = {"Socket": "Socket", "OFI": "OFI"}.get(nic["kind"], "IB")
         return [(_transport(kind, facts["ofi"]), nic["origin"])]
     return []
@@ -261,8 +384,8 @@ def _transport(net: str, providers: List[str]) -> str:
 def _public(facts: dict) -> dict:
     transports = _transports(facts)
     return {
-        "bootstrap_nics": [_without_origin(nic) for nic in facts["bootstrap_nics"]],
-        "net_nics": [_without_origin(nic) for nic in facts["net_nics"]],
+        "bootstrap_nics": [_without_origin(nic) for nic in facts["bootstrap_nics"].values()],
+        "net_nics": [_without_origin(nic) for nic in facts["net_nics"].values()],
         "transport": transports[-1][0] if transports else None,
         "nccl_versions": list(facts["versions"]),
         "env": dict(facts["env"]),
@@ -274,11 +397,11 @@ def _without_origin(nic: dict) -> dict:
 
 
 def _distinct(values) -> List[str]:
-    seen = []
-    for value in values:
-        if value not in seen:
-            seen.append(value)
-    return seen
+    return list(dict.fromkeys(values))
+
+
+PUBLIC_KEYS = ("code", "severity", "host", "rank", "evidence", "source", "line", "count", "cause", "fix",
+               "consequence_of")
 
 
 def _dedupe(findings: List[dict]) -> List[dict]:
@@ -290,5 +413,4 @@ def _dedupe(findings: List[dict]) -> List[dict]:
             merged[key]["count"] += finding.get("count", 1)
         else:
             merged[key] = dict(finding, count=finding.get("count", 1))
-    keys = ("code", "severity", "host", "evidence", "source", "line", "count", "cause", "fix")
-    return [{key: finding.get(key) for key in keys} for finding in sorted(merged.values(), key=sort_key)]
+    return sorted(merged.values(), key=sort_key)

@@ -16,7 +16,9 @@ from typing import List, NamedTuple, Optional, Tuple
 
 from .nccl_tests_lines import NCCL_VERSION, TEST_FAILURE, device_row
 
-MAX_BYTES = 64 * 1024 * 1024
+MAX_BYTES = 64 * 1024 * 1024       # text given in memory (the module's content)
+MAX_FILE_BYTES = 4 * 1024 ** 3     # files, read line by line: a bound against endless streams only
+_CHUNK = 1 << 20
 # Longer lines are not NCCL lines; cutting them keeps every pattern linear in the input.
 MAX_LINE = 8192
 _BINARY_SAMPLE = 64 * 1024
@@ -33,13 +35,15 @@ NCCL_LINE = re.compile(
     r"(?<![\w.\-<>])(?P<host>[\w.\-<>]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] "
     r"(?:\d+\.\d+ )?(?:(?P<where>\S+:\d+) )?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<msg>.*)")
 _NNODES = re.compile(r"\bnNodes (?P<n>\d+)")
-_ENV = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]+) set by environment to (?P<value>.*?)\.?\s*$")
+# The name only: the value is the rest of the line, trimmed in Python (a lazy ".*?" before "\.?\s*$"
+# backtracks over every run of spaces, quadratic on a long line).
+_ENV = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]+) set by environment to ")
 _BOOTSTRAP = re.compile(r"^Bootstrap ?: Using (?P<list>.+)$")
 _NET_SOCKET = re.compile(r"^NET/Socket ?: Using (?P<list>.+)$")
 _NET_IB = re.compile(r"^NET/IB ?: Using (?P<list>.+)$")
 _IB_DEVICE = re.compile(r"\[\d+\](?P<name>[^\s:\[\]]+):(?P<port>\d+)/(?P<link>\w+)")
 _OFI = re.compile(r"^NET/OFI Selected [Pp]rovider is (?P<provider>[^,\s(]+)")
-_NETWORK = re.compile(r"^Using network (?P<net>.+?)\s*$")
+_NETWORK = re.compile(r"^Using network (?P<net>\S.*)")
 _CHANNEL_NET = re.compile(r"\bvia NET/(?P<net>[^/\s][^/]*)/")
 
 
@@ -93,6 +97,103 @@ def _looks_binary(sample: bytes) -> bool:
     return odd > 0.3 * len(text)
 
 
+class StreamReader:
+    """A binary stream read in chunks into Line records, with memory bounded by the chunk size.
+
+    head() is the first bytes (for sniffing pickles and JSON); lines() then yields every line,
+    undecodable bytes replaced (and counted in notes); rest() is the whole content as bytes instead.
+    """
+
+    def __init__(self, handle, source: str, max_bytes: int):
+        self.handle, self.source, self.max_bytes = handle, source, max_bytes
+        self.size = 0
+        self.bad = 0  # lines with undecodable bytes
+        self.notes: List[str] = []
+        self._head = None
+
+    def _read(self, count: int) -> bytes:
+        data = self.handle.read(count)
+        if not isinstance(data, bytes):
+            raise NcclLogError(f"{self.source}: expected a binary stream")
+        self.size += len(data)
+        if self.size > self.max_bytes:
+            raise NcclLogError(_too_large(self.source, self.size, self.max_bytes))
+        return data
+
+    def head(self) -> bytes:
+        if self._head is None:
+            self._head = self._read(_BINARY_SAMPLE)
+        return self._head
+
+    def empty(self) -> bool:
+        """Whether the stream holds nothing but whitespace and zero padding (reads it to know)."""
+        head = self.head()
+        while not head.strip(b"\x00 \t\r\n"):
+            more = self._read(_BINARY_SAMPLE)
+            if not more:
+                return True
+            head = self._head = more  # whitespace before it carries no line worth a number
+        return False
+
+    def rest(self) -> bytes:
+        chunks = [self.head()]
+        while True:
+            chunk = self._read(_CHUNK)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+    def lines(self):
+        head = self.head()
+        if _looks_binary(head.replace(b"\x00", b"")):
+            raise NcclLogError(f"{self.source}: looks like a binary file, not a text log")
+        number, pending, chunk = 0, b"", head
+        while chunk:
+            data = pending + chunk
+            cut = data.rfind(b"\n")
+            # A line is cut at MAX_LINE characters anyway: an endless one is not kept whole.
+            pending = data[cut + 1:][:MAX_LINE * 4]
+            if cut >= 0:
+                for text in self._decode(data[:cut]):
+                    number += 1
+                    if "\r" in text:
+                        yield from _pieces(number, text)
+                    else:
+                        yield parse_line(number, text[:MAX_LINE])
+            chunk = self._read(_CHUNK)
+        if pending:
+            for text in self._decode(pending):
+                yield from _pieces(number + 1, text)
+        if self.bad:
+            self.notes.append(f"{self.source}: not valid UTF-8; {self.bad} line(s) had undecodable bytes replaced "
+                              "with U+FFFD")
+
+    def _decode(self, body: bytes) -> List[str]:
+        """The lines of a run of whole lines; decoded in one call unless some line is not UTF-8."""
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            texts = []
+            for raw in body.split(b"\n"):
+                try:
+                    texts.append(raw.decode("utf-8"))
+                except UnicodeDecodeError:
+                    texts.append(raw.decode("utf-8", errors="replace"))
+                    self.bad += 1
+            text = "\n".join(texts)
+        if "\x00" in text:
+            text = text.replace("\x00", "")  # zero padding from a crash
+        return text.split("\n")
+
+
+def _pieces(number: int, text: str):
+    # Progress bars rewrite their line with bare carriage returns; each part is a line of its own
+    # (as str.splitlines() reads them), numbered as the file's line.
+    for piece in text.split("\r"):
+        if piece:
+            yield parse_line(number, piece[:MAX_LINE])
+
+
 def split_lines(text: str):
     """Yield Line records, numbered from 1."""
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -102,9 +203,11 @@ def split_lines(text: str):
 def parse_line(number: int, raw: str) -> Line:
     text = ANSI.sub("", raw) if "\x1b" in raw else raw
     label, text = _strip_labels(text) if text[:1] in ("[", " ", "\t") else (None, text)
-    match = NCCL_LINE.search(text) if "NCCL" in text else None
+    # Most NCCL lines start with their prefix: an anchored match is the fast path.
+    match = (NCCL_LINE.match(text) or NCCL_LINE.search(text)) if "NCCL" in text else None
     if match:
-        return Line(number, text, label, match.group("host"), match.group("level"), match.group("msg").strip())
+        host, level, msg = match.group("host", "level", "msg")
+        return Line(number, text, label, host, level, msg.strip())
     match = TEST_FAILURE.search(text) if "Test " in text else None
     return Line(number, text, label, match.group("host") if match else None, None, text.strip())
 
@@ -147,7 +250,10 @@ def node_count(line: Line) -> Optional[int]:
 
 def env_setting(line: Line) -> Optional[Tuple[str, str]]:
     match = _ENV.match(line.msg) if line.level and "set by environment" in line.msg else None
-    return (match.group("name"), match.group("value")) if match else None
+    if not match:
+        return None
+    value = line.msg[match.end():].rstrip()
+    return match.group("name"), value[:-1] if value.endswith(".") else value
 
 
 def bootstrap_nics(line: Line) -> List[dict]:
@@ -180,7 +286,7 @@ def network_name(line: Line) -> Optional[str]:
     if not line.level or ("Using network" not in line.msg and "via NET/" not in line.msg):
         return None
     match = _NETWORK.match(line.msg) or _CHANNEL_NET.search(line.msg)
-    return match.group("net") if match else None
+    return match.group("net").rstrip() if match else None
 
 
 def ofi_provider(line: Line) -> Optional[str]:

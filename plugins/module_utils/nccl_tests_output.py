@@ -187,6 +187,9 @@ def evaluate_gates(run, min_busbw_gbps=None, gate_min_size_bytes=None, max_wrong
                    expected_ranks=None, require_complete=True):
     """Return {'gates': [{name, limit, measured, passed, message}], 'passed': bool} for one run.
 
+    Any error line (Test NCCL/CUDA failure, NCCL WARN, a launcher's abort) fails the run, also with
+    require_complete=False: the no_error_lines gate.
+
     min_busbw_gbps applies to out-of-place busbw at every size >= gate_min_size_bytes (default:
     only the largest size measured) and takes the lowest of them. max_wrong=None skips that gate;
     a run whose data was not checked (-c 0) passes it with a message saying so.
@@ -194,6 +197,13 @@ def evaluate_gates(run, min_busbw_gbps=None, gate_min_size_bytes=None, max_wrong
     gates = []
     if require_complete:
         gates.append(_complete_gate(run))
+    error_lines = _error_lines(run)
+    if error_lines and not (require_complete and not run["complete"]):
+        # An error line fails the run whatever require_complete says (the complete gate, when
+        # on and failing, already quotes them).
+        gates.append(_gate("no_error_lines", 0, len(error_lines), False,
+                           "the output shows {0} error line(s): {1}".format(len(error_lines),
+                                                                             " | ".join(error_lines[:3]))))
     if expected_ranks is not None:
         gates.append(_ranks_gate(run, expected_ranks))
     if max_wrong is not None:
@@ -205,6 +215,11 @@ def evaluate_gates(run, min_busbw_gbps=None, gate_min_size_bytes=None, max_wrong
                            "nccl-tests' own check of the average bus bandwidth (-G) {0}: {1} GB/s".format(
                                "passed" if run["avg_busbw_ok"] else "FAILED", _fmt(run["avg_busbw_gbps"]))))
     return {"gates": gates, "passed": all(gate["passed"] for gate in gates)}
+
+
+def _error_lines(run):
+    """nccl-tests' failure lines, launcher aborts and NCCL WARN lines of a run."""
+    return list(run["errors"]) + [line for line in run["warnings"] if "NCCL WARN" in line]
 
 
 def _gate(name, limit, measured, passed, message):

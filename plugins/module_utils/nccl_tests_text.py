@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 
 from .nccl_tests_lines import COUNT, NCCL_VERSION, TEST_FAILURE, device_row
 
@@ -76,7 +77,12 @@ _CONFIG_FIELDS = tuple((key, re.compile(label + _COUNT)) for key, label in (
 _LAUNCHER_FAILURE = re.compile(
     r"MPI_ABORT was invoked|exited with non-zero status"
     r"|Primary job\s+terminated normally, but|^a non-zero exit code|Segmentation fault|\(core dumped\)"
-    r"|terminate called after|srun: error:|Invalid number of GPUs|were killed by signal")
+    r"|terminate called after|srun: error:|Invalid number of GPUs|were killed by signal|exited on signal \d")
+# Words one of which every launcher failure line holds: a substring test spares the rows (nearly
+# every line of a long output) two regex searches each.
+_FAILURE_WORDS = ("failure", "MPI_ABORT", "non-zero", "Primary job", "Segmentation fault", "core dumped",
+                  "terminate called", "srun: error:", "Invalid number of GPUs", "killed by signal",
+                  "exited on signal")
 _PROGRAM = re.compile(r"^[a-z][a-z0-9_]*_perf(?:_mpi)?$")
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -99,7 +105,7 @@ def parse_text(text):
     built without MPI=1 (each printing a whole one-rank run) do not mix into one another.
     """
     readers = {}  # stream (MPI rank or None) -> _Reader, in the order first seen
-    for line in text.splitlines():
+    for line in _lines(text):
         if "\x1b" in line:
             line = _ANSI_ESCAPE.sub("", line)
         stream, payload = _split_launcher_prefix(line)
@@ -344,7 +350,8 @@ class _Reader:
             if "NCCL version" in payload:
                 self._logged_version(payload)
             return
-        if TEST_FAILURE.search(payload) or _LAUNCHER_FAILURE.search(payload):
+        if any(word in payload for word in _FAILURE_WORDS) and (
+                TEST_FAILURE.search(payload) or _LAUNCHER_FAILURE.search(payload)):
             self._collect("errors", payload)
         elif "NCCL WARN" in payload:
             self._collect("warnings", payload)
@@ -447,8 +454,8 @@ def _row(tokens, table):
             continue
         out_of_place, in_place = halves if len(halves) == 2 else (None, halves[0])
         return {
-            "size_bytes": int(tokens[0]), "count": int(tokens[1]), "type": type_name,
-            "redop": optional.get("redop"), "root": optional.get("root"),
+            "size_bytes": int(tokens[0]), "count": int(tokens[1]), "type": sys.intern(type_name),
+            "redop": _intern(optional.get("redop")), "root": optional.get("root"),
             "out_of_place": out_of_place, "in_place": in_place,
         }
     return None
@@ -472,6 +479,37 @@ def _optional_columns(tokens, names):
     return values
 
 
+def _lines(text, chunk=1 << 20):
+    """text.splitlines(), a chunk at a time: a long output never becomes one list of all its lines.
+    Chunks end just after a "\n", so a line (and a "\r\n") is never split between two."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + chunk)
+        end = len(text) if end < 0 else end + 1
+        yield from text[start:end].splitlines()
+        start = end
+
+
+_FLOATS = {}  # token -> float: a long table repeats its values, one object each is enough
+_MAX_FLOATS = 1 << 16
+
+
+def _float(token):
+    value = _FLOATS.get(token)
+    if value is None:
+        value = float(token)
+        if len(token) <= 24:  # numbers as nccl-tests prints them; anything longer is not kept
+            if len(_FLOATS) >= _MAX_FLOATS:
+                _FLOATS.clear()
+            _FLOATS[token] = value
+    return value
+
+
+def _intern(value):
+    # A million rows share a handful of type and operation names: one string each.
+    return sys.intern(value) if isinstance(value, str) else value
+
+
 def _halves(tokens, keys):
     width = len(keys)
     halves = []
@@ -482,7 +520,7 @@ def _halves(tokens, keys):
                 half[key] = None
                 continue
             try:
-                value = float(token)
+                value = _float(token)
             except ValueError:
                 return None
             if "_" in token:  # float() reads "1_000"; nccl-tests never prints it

@@ -8,8 +8,13 @@ module: nccl_diagnose
 short_description: Diagnose NCCL, Gloo and torchrun logs
 description:
   - Reads logs written with C(NCCL_DEBUG=INFO), C(WARN) or C(TRACE) (NCCL 2.12 to 2.30, with or
-    without timestamps and C(mpirun --tag-output) labels), nccl-tests output, and torch.distributed,
-    torchrun and Gloo errors.
+    without timestamps and C(mpirun --tag-output) labels), nccl-tests output, torch.distributed,
+    torchrun, Gloo, Open MPI and Slurm errors, the kernel's OOM-killer lines, hang forensics
+    (C(ncclkit-forensics:) lines, NCCL RAS reports in text or JSON) and PyTorch flight-recorder
+    dumps (read without running any code from them).
+  - The same engine as C(ncclkit diagnose); the first finding is the root cause (a killed rank, a
+    hang in the rendezvous or in a collective, or the first error), and findings that follow from
+    it carry its code in C(consequence_of). docs/diagnosis.md lists every code.
   - Returns, per host named in the log, the NICs NCCL chose for bootstrap and for its network
     transport, the transport, the NCCL versions and the NCCL variables it reports; and findings, each
     with a stable code, a severity, the host, the line that shows it, a cause and a fix.
@@ -25,13 +30,15 @@ options:
   path:
     description:
       - Log file, or list of log files, on the managed host. Several files are read as one log
-        (all ranks of one job), up to 64 MiB together.
+        (all ranks of one job), line by line whatever their size. An empty file is noted; all of
+        them empty is an error.
       - Exactly one of O(path) and O(content) is required.
     type: list
     elements: path
   content:
     description:
-      - The log text itself, for logs the controller already holds.
+      - The log text itself, for logs the controller already holds (up to 64 MiB). Never logged, as a log
+        can hold tokens or keys from the environment.
     type: str
   cluster_cidr:
     description:
@@ -107,7 +114,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 msg:
-  description: "One line per error finding, C(host: cause -> fix), or a summary when there is none."
+  description: >-
+    One line per error finding that is a cause, C(host: cause -> fix), the first being the root cause,
+    then one line counting the errors that follow from it; or a summary when there is no error.
   returned: always
   type: str
   sample: "node0: NCCL found no network interface to use ... -> set NCCL_SOCKET_IFNAME to the cluster NIC ..."
@@ -125,7 +134,8 @@ findings:
         C(no_route), C(connect_failed), C(retry_exceeded), C(remote_exited). InfiniBand and EFA:
         C(ib_verbs_failed), C(ib_completion_error), C(ib_missing), C(ib_disabled), C(efa_missing).
         torch and Gloo: C(gloo_connect_failed), C(rendezvous_connection_error), C(rendezvous_timeout),
-        C(collective_timeout), C(child_failed). NCCL and CUDA results: C(nccl_system_error),
+        C(collective_timeout), C(child_failed). The job: C(rank_killed), C(rank_failed),
+        C(hang_in_collective), C(hang_in_rendezvous). NCCL and CUDA results: C(nccl_system_error),
         C(nccl_internal_error), C(cuda_not_initialized), C(cuda_error), C(test_nccl_failure),
         C(nccl_warning) (any other NCCL WARN line).
       type: str
@@ -138,6 +148,14 @@ findings:
       description: The host the finding is about, as the log names it, or O(default_host) or C(unknown).
       type: str
       sample: node0
+    rank:
+      description: The rank the finding is about, when the log names it (killed ranks, the suspect of a hang).
+      type: int
+      sample: 1
+    consequence_of:
+      description: The code of the root-cause finding this one follows from, or null for a cause.
+      type: str
+      sample: rank_killed
     evidence:
       description: The log line that shows it (the first one when it repeats).
       type: str
@@ -194,6 +212,9 @@ ansible_facts:
         lines:
           description: How many lines were read.
           type: int
+        verdict:
+          description: One line naming the root cause, or C(HEALTHY) when there is no error.
+          type: str
         notes:
           description: Remarks about the input, for example that it was not valid UTF-8.
           type: list
@@ -210,7 +231,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import (
 
 ARGUMENT_SPEC = {
     "path": {"type": "list", "elements": "path"},
-    "content": {"type": "str"},
+    "content": {"type": "str", "no_log": True},
     "cluster_cidr": {"type": "str"},
     "cluster_ips": {"type": "list", "elements": "str"},
     "expected_transport": {"type": "str", "choices": list(TRANSPORTS), "default": "any"},
@@ -229,11 +250,19 @@ def diagnose(params: dict) -> dict:
 
 def summary(result: dict) -> str:
     errors = [f for f in result["findings"] if f["severity"] == "error"]
+    causes = [f for f in errors if not f["consequence_of"]]
     if errors:
-        return "\n".join(f"{f['host']}: {f['cause']} -> {f['fix']}" for f in errors)
+        lines = [f"{f['host']}: {f['cause']} -> {f['fix']}" for f in causes]
+        following = [f["code"] for f in errors if f["consequence_of"]]
+        if following:
+            lines.append(f"{len(following)} later error(s) follow from {causes[0]['code']}: "
+                         f"{', '.join(dict.fromkeys(following))}")
+        return "\n".join(lines)
     counts = {severity: sum(f["severity"] == severity for f in result["findings"]) for severity in ("warning", "info")}
+    hosts = list(result["hosts"])
+    named = ", ".join(hosts) if len(hosts) <= 8 else f"{len(hosts)} ({', '.join(hosts[:3])}, ...)"
     return (f"no errors in {result['lines']} lines ({counts['warning']} warnings, {counts['info']} info); "
-            f"hosts: {', '.join(result['hosts']) or 'none named'}")
+            f"hosts: {named or 'none named'}")
 
 
 def main():

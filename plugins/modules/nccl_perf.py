@@ -62,6 +62,8 @@ options:
   require_complete:
     description:
       - Fail when the run is incomplete (died, or its output was cut short).
+      - An error line in the output (C(Test NCCL failure), C(Test CUDA failure), C(NCCL WARN), a
+        launcher's abort) fails the run whatever this says (the C(no_error_lines) gate).
     type: bool
     default: true
   run_index:

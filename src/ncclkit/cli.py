@@ -17,7 +17,8 @@ import sys
 from ncclkit import __version__
 
 # Modules with register(subparsers); imported when the parser is built.
-SUBCOMMANDS = ("ncclkit.lab.cli", "ncclkit.run_cli", "ncclkit.report_cli", "ncclkit.check_cli")
+SUBCOMMANDS = ("ncclkit.lab.cli", "ncclkit.run_cli", "ncclkit.report_cli", "ncclkit.check_cli",
+               "ncclkit.diagnose_cli", "ncclkit.parse_cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

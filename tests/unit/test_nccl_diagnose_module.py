@@ -29,6 +29,8 @@ def test_a_failed_log_reports_findings_facts_and_one_msg_line_per_error(capsys):
     assert facts["findings"] == result["findings"] and set(facts["hosts"]) == {"node0", "node1"}
     lines = result["msg"].splitlines()
     assert len(lines) == 2 and lines[0].startswith("node0: NCCL found no network interface")
+    assert lines[1] == "1 later error(s) follow from no_socket_interface: test_nccl_failure"
+    assert result["findings"][1]["consequence_of"] == "no_socket_interface"
     assert " -> set NCCL_SOCKET_IFNAME to the cluster NIC" in lines[0]
     assert result["findings"][0]["source"] == str(BAD_IFNAME)
 
@@ -97,13 +99,22 @@ def test_binary_file_fails_and_latin1_file_is_read_with_a_note(capsys, tmp_path)
 
 @pytest.mark.parametrize("args, message", [
     ({}, "one of the following is required: path, content"),
-    ({"path": str(BAD_IFNAME), "content": "x"}, "mutually exclusive"),
-    ({"content": "x", "cluster_cidr": "10.0.0.0/40"}, "not an IP address or network"),
-    ({"content": "x", "expected_transport": "rdma"}, "value of expected_transport must be one of"),
+    ({"path": str(BAD_IFNAME), "content": "a log"}, "mutually exclusive"),
+    ({"content": "a log", "cluster_cidr": "10.0.0.0/40"}, "not an IP address or network"),
+    ({"content": "a log", "expected_transport": "rdma"}, "value of expected_transport must be one of"),
 ])
 def test_bad_arguments_fail_cleanly(capsys, args, message):
     code, result = run(capsys, args)
     assert code == 1 and result["failed"] and message in result["msg"]
+
+
+def test_the_log_content_is_never_echoed_back(capsys):
+    # A log can carry secrets from the environment (tokens printed by a launcher): content is no_log.
+    secret = "hf_Zq8vT3sEcReTtOkEn"
+    code, result = run(capsys, {"content": f"HF_TOKEN={secret}\n" + BAD_IFNAME.read_text(), "fail_on": "error"})
+    assert code == 1 and result["failed"]
+    assert secret not in json.dumps(result)
+    assert nccl_diagnose.ARGUMENT_SPEC["content"]["no_log"] is True
 
 
 def test_documentation_matches_the_argument_spec():

@@ -1,0 +1,89 @@
+"""`ncclkit diagnose LOG...`: the root cause of a failed or hung job, from its logs. No Ansible needed.
+
+Several logs (one per node or rank, PyTorch flight-recorder dumps, NCCL RAS reports, forensics
+output) are read as one job; `-` reads stdin. Prints a short verdict, the root cause's fix and the
+other findings; --json prints {"verdict", "findings": [{code, severity, host, rank, cause, fix,
+evidence, consequence_of}]}, root cause first. docs/diagnosis.md lists the codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ncclkit import exitcodes
+from ncclkit.paths import module_utils
+
+FINDING_KEYS = ("code", "severity", "host", "rank", "cause", "fix", "evidence", "consequence_of")
+TRANSPORTS = ("any", "socket", "ib", "efa")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "diagnose", help="name the root cause of a failed or hung job from its logs (no Ansible needed)",
+        description="Read NCCL, torch, torchrun, Gloo and MPI logs (several: one job), flight-recorder dumps "
+                    "and NCCL RAS reports, and name the root cause with its fix.")
+    parser.add_argument("logs", nargs="+", metavar="LOG", help="log file, dump or report; - reads stdin")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--cluster-cidr", help="the cluster network (e.g. 10.0.0.0/16): NICs outside it are errors")
+    parser.add_argument("--expected-transport", choices=TRANSPORTS, default="any",
+                        help="the transport NCCL should use between hosts (default: any)")
+    parser.add_argument("--default-host", help="host for lines that name none")
+    parser.set_defaults(handler=diagnose_command)
+
+
+def finding_document(finding: dict) -> dict:
+    """One finding in the stable JSON form; evidence names its file and line."""
+    evidence = finding.get("evidence") or ""
+    if finding.get("source") and finding.get("line"):
+        evidence = f"{finding['source']}:{finding['line']}: {evidence}"
+    return dict({key: finding.get(key) for key in FINDING_KEYS}, evidence=evidence)
+
+
+def diagnose_command(args: argparse.Namespace) -> int:
+    nccl_log = module_utils("nccl_log")
+    if args.logs.count("-") > 1:
+        print("ncclkit diagnose: '-' (stdin) may be given once", file=sys.stderr)
+        return exitcodes.USAGE
+    inputs = [sys.stdin.buffer if name == "-" else name for name in args.logs]
+    try:
+        result = nccl_log.read_nccl_log_files(inputs, cluster_cidr=args.cluster_cidr,
+                                              expected_transport=args.expected_transport,
+                                              default_host=args.default_host)
+    except nccl_log.NcclLogError as error:
+        print(f"ncclkit diagnose: {error}", file=sys.stderr)
+        return exitcodes.BAD_INPUT
+    findings = result["findings"]
+    if args.json:
+        print(json.dumps({"verdict": result["verdict"], "findings": [finding_document(f) for f in findings]},
+                         indent=2))
+    else:
+        print_human(result["verdict"], findings, result["notes"])
+    return exitcodes.PROBLEM if any(f["severity"] == "error" for f in findings) else exitcodes.OK
+
+
+def print_human(verdict: str, findings: list, notes: list) -> None:
+    print(verdict)
+    root = findings[0] if findings and findings[0]["severity"] == "error" else None
+    if root:
+        print(f"  fix: {root['fix']}")
+        print(f"  evidence: {finding_document(root)['evidence']}")
+    others = [f for f in findings if f is not root and not f["consequence_of"] and f["severity"] != "info"]
+    for finding in others:
+        print(f"[{finding['severity']}] {finding['code']} ({finding['host']}): {finding['cause']}")
+        print(f"  fix: {finding['fix']}")
+    following: dict = {}
+    for finding in findings:
+        if finding["consequence_of"] and finding is not root:
+            key = (finding["consequence_of"], finding["code"], finding["host"])
+            following[key] = following.get(key, 0) + finding.get("count", 1)
+    if following:
+        parts = [f"{code} on {host}" + (f" (x{count})" if count > 1 else "")
+                 for (_, code, host), count in following.items()]
+        print(f"follows from {next(iter(following))[0]}: {', '.join(parts)}")
+    infos = sum(1 for f in findings if f["severity"] == "info")
+    if infos:
+        print(f"({infos} info finding(s); --json lists them)")
+    for note in notes:
+        print(f"note: {note}")

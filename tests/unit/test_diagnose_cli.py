@@ -1,0 +1,121 @@
+"""`ncclkit diagnose` and `ncclkit parse`: verdicts, the JSON document, exit codes, bad input."""
+
+import io
+import json
+
+import pytest
+
+from conftest import SAMPLES
+from ncclkit import cli, diagnose_cli, exitcodes
+
+FINDING_KEYS = {"code", "severity", "host", "rank", "cause", "fix", "evidence", "consequence_of"}
+
+
+def ncclkit(capsys, *argv):
+    code = cli.main([str(arg) for arg in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_diagnose_prints_the_root_cause_first_and_exits_1(capsys):
+    code, out, err = ncclkit(capsys, "diagnose", SAMPLES / "h200-stuck-torch_kill-node0.log",
+                             SAMPLES / "h200-stuck-torch_kill-node1.log")
+    assert code == exitcodes.PROBLEM and not err
+    lines = out.splitlines()
+    assert lines[0].startswith("PROBLEM: rank_killed (node1, rank 1): rank 1 on node1 (pid 1747)")
+    assert lines[1].startswith("  fix: find who sent the signal")
+    assert any(line.startswith("follows from rank_killed: remote_exited on node0") for line in lines)
+
+
+def test_diagnose_json_is_the_stable_document(capsys):
+    code, out, _ = ncclkit(capsys, "diagnose", "--json", SAMPLES / "h200-stuck-arp_stop.log")
+    document = json.loads(out)
+    assert code == 1 and set(document) == {"verdict", "findings"}
+    assert all(set(f) == FINDING_KEYS for f in document["findings"])
+    first = document["findings"][0]
+    assert (first["code"], first["rank"], first["host"], first["consequence_of"]) == ("hang_in_collective", 1,
+                                                                                      "node1", None)
+    assert first["evidence"].endswith("h200-stuck-arp_stop.log:129: ncclkit-forensics: rank=1 host=node1 pid=759 "
+                                      "state=T (stopped) wchan=do_signal_stop comm=all_reduce_perf")
+
+
+def test_diagnose_healthy_exits_0(capsys):
+    code, out, _ = ncclkit(capsys, "diagnose", SAMPLES / "h200-2host-socket-defaults.txt")
+    assert code == exitcodes.OK and out.startswith("HEALTHY: no errors in")
+
+
+def test_diagnose_reads_stdin(capsys, monkeypatch):
+    data = (SAMPLES / "h200-stuck-arp_kill.log").read_bytes()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
+    code, out, _ = ncclkit(capsys, "diagnose", "-")
+    assert code == 1 and out.startswith("PROBLEM: rank_killed (node1, rank 1)")
+    assert "<stdin>:145:" in out
+
+
+def bad_inputs(tmp_path):
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    blank = tmp_path / "blank.log"
+    blank.write_bytes(b"\n \n\x00\x00")
+    binary = tmp_path / "core"
+    binary.write_bytes(bytes(range(256)) * 64)
+    return {"missing": (tmp_path / "nope.log", "cannot read"), "empty": (empty, "empty"),
+            "blank": (blank, "empty"), "binary": (binary, "binary"), "folder": (tmp_path, "cannot read")}
+
+
+@pytest.mark.parametrize("kind", ["missing", "empty", "blank", "binary", "folder"])
+def test_bad_input_is_one_line_and_exit_3(capsys, tmp_path, kind):
+    path, words = bad_inputs(tmp_path)[kind]
+    for command in ("diagnose", "parse"):
+        code, out, err = ncclkit(capsys, command, path)
+        assert code == exitcodes.BAD_INPUT and not out, (command, kind)
+        assert len(err.strip().splitlines()) == 1 and str(path) in err and "Traceback" not in err
+        if command == "diagnose":
+            assert words in err
+
+
+def test_usage_error_is_exit_2(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["diagnose", "--expected-transport", "carrier-pigeon", "x.log"])
+    assert exit_info.value.code == exitcodes.USAGE
+    code, _, err = ncclkit(capsys, "diagnose", "-", "-")
+    assert code == exitcodes.USAGE and "stdin" in err
+
+
+def test_interrupted_is_130(capsys, monkeypatch):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(diagnose_cli, "diagnose_command", interrupted)
+    code, _, err = ncclkit(capsys, "diagnose", SAMPLES / "h200-stuck-arp_kill.log")
+    assert code == exitcodes.INTERRUPTED and "interrupted" in err
+
+
+def test_parse_passed_run(capsys):
+    code, out, _ = ncclkit(capsys, "parse", SAMPLES / "h200-2host-socket-defaults.txt")
+    assert code == exitcodes.OK
+    assert out.strip() == "PASSED: run 0 (all_reduce_perf), 2 rank(s) on 2 host(s), peak busbw 3.29 GB/s at 67108864 B"
+
+
+def test_parse_failed_run_names_the_root_cause_first(capsys):
+    code, out, _ = ncclkit(capsys, "parse", "--json", SAMPLES / "h200-2host-bad-socket-ifname.txt")
+    document = json.loads(out)
+    assert code == exitcodes.PROBLEM and set(document) == {"verdict", "findings", "result"}
+    codes = [(f["code"], f["consequence_of"]) for f in document["findings"]]
+    assert codes[0] == ("no_socket_interface", None)
+    assert ("require_complete", "no_socket_interface") in codes
+    assert all(set(f) == FINDING_KEYS for f in document["findings"])
+    assert document["result"]["passed"] is False and document["verdict"].startswith("FAILED: run 0")
+
+
+def test_parse_error_line_fails_without_require_complete(capsys):
+    code, out, _ = ncclkit(capsys, "parse", "--no-require-complete", SAMPLES / "h200-stuck-arp_kill.log")
+    assert code == exitcodes.PROBLEM
+    assert out.startswith("FAILED: run 0 (all_reduce_perf), 2 rank(s) on 2 host(s): rank_killed: rank 1 on node1")
+    assert "no_error_lines" in out
+
+
+def test_parse_gates_from_options(capsys):
+    code, out, _ = ncclkit(capsys, "parse", "--min-busbw-gbps", "100", "--expected-ranks", "2",
+                           SAMPLES / "h200-2host-socket-defaults.txt")
+    assert code == exitcodes.PROBLEM and "[error] min_busbw_gbps (run): busbw" in out
