@@ -306,8 +306,10 @@ def test_interrupted_build_leaves_no_half_install(toolchain, tmp_path):
 
 
 def test_only_what_the_role_made_is_removed_and_system_folders_are_refused(toolchain, tmp_path):
-    """A source switch removes the role's old source, never someone's src/keepme or a build without
-    the role's stamp; /usr/local as the install folder is refused before anything is touched."""
+    """The role's old source (stamped as a run of the role stamps it) goes; someone's src/keepme, an
+    unstamped tarball and a build without the role's stamp stay. /usr/local as the install folder
+    is refused before anything is touched: that run is in check mode, so that even a role that
+    failed to refuse could not change this machine's real /usr/local."""
     fk = toolchain
     host = "owned"
     target = install_dir(tmp_path, host)
@@ -315,23 +317,18 @@ def test_only_what_the_role_made_is_removed_and_system_folders_are_refused(toolc
     (target / "src" / "keepme" / "notes.txt").write_text("not the role's")
     (target / "src" / "mine.tar.gz").write_text("not the role's either")
     (target / "builds" / "by-hand" / "bin").mkdir(parents=True)
-    archive = host_vars(fk, tmp_path, host, nccl_tests_source="archive",
-                        nccl_tests_archive_url=fk.tarball_v2196.as_uri(),
-                        nccl_tests_archive_checksum=f"sha256:{fk.tarball_sha256}")
-    run = run_role(write_inventory(tmp_path / "archive.json", {host: archive}))
-    assert run.counts(host)["failed"] == 0, run.output[-4000:]
-    archive_src = [p.name for p in (target / "src").iterdir() if p.name.startswith("archive-")]
-    assert sorted(archive_src)[-1].endswith(".ncclkit") and len(archive_src) == 3  # dir, .download, stamp
-
-    run = run_role(write_inventory(tmp_path / "git.json", {host: host_vars(fk, tmp_path, host)}))
+    old = target / "src" / "archive-v2.19.5-0123456789ab"  # what an earlier archive run left
+    (old / "nccl-tests-2.19.5").mkdir(parents=True)
+    (target / "src" / (old.name + ".download")).write_text("tarball")
+    (target / "src" / (old.name + ".ncclkit")).write_text("Made by ncclkit.cluster.nccl_tests\n")
+    run = run_role(write_inventory(tmp_path / "inventory.json", {host: host_vars(fk, tmp_path, host)}))
     assert run.counts(host)["failed"] == 0, run.output[-4000:]
     assert sorted(p.name for p in (target / "src").iterdir()) == ["git", "git.ncclkit", "keepme", "mine.tar.gz"]
     assert (target / "src" / "keepme" / "notes.txt").read_text() == "not the role's"
     assert sorted(p.name for p in (target / "builds").iterdir()) == sorted(
         ["by-hand", (target / "current").resolve().name])
-
     system = host_vars(fk, tmp_path, "system", nccl_tests_install_dir="/usr/local")
-    run = run_role(write_inventory(tmp_path / "system.json", {"system": system}))
+    run = run_role(write_inventory(tmp_path / "system.json", {"system": system}), check=True)
     assert run.counts("system")["failed"] == 1 and run.counts("system")["changed"] == 0
     assert "nccl_tests_install_dir /usr/local is a system folder" in run.output
     assert "use a dedicated subfolder such as /usr/local/ncclkit/nccl-tests" in run.output
