@@ -81,6 +81,12 @@ def ssh_known_hosts(slurped, names):
     return known_hosts_result(texts, list(names))
 
 
+def ssh_known_hosts_errors(known_by_host):
+    """['host: error', ...] from each host's nccl_ssh_known_hosts result (a host without one: none)."""
+    return ["{0}: {1}".format(host, (known or {}).get("error")) for host, known in sorted((known_by_host or {}).items())
+            if (known or {}).get("error")]
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -95,6 +101,7 @@ class FilterModule:
             "rdma_transport": rdma_transport,
             "nccl_expected_transport": expected_transport,
             "nccl_ssh_known_hosts": ssh_known_hosts,
+            "nccl_ssh_known_hosts_errors": ssh_known_hosts_errors,
             "nccl_env_secret_names": lambda env: secret_names(env or {}),
             "nccl_env_file_mode": lambda names, readable="0644", private="0600": env_file_mode(
                 names or [], readable, private),
