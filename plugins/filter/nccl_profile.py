@@ -6,6 +6,8 @@ turn its errors into Ansible's.
 
 from __future__ import annotations
 
+import base64
+
 from ansible.errors import AnsibleFilterError
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import (
     NcclEnvError,
@@ -25,6 +27,8 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices impor
     rdma_transport,
     usable_rdma_ports,
 )
+from ansible_collections.ncclkit.cluster.plugins.module_utils.secret_names import env_file_mode, secret_names
+from ansible_collections.ncclkit.cluster.plugins.module_utils.ssh_host_keys import known_hosts_result
 from ansible_collections.ncclkit.cluster.plugins.module_utils.ssh_trust_need import ssh_trust_skip_reason
 
 
@@ -65,6 +69,24 @@ def expected_transport(env):
     return "any"
 
 
+def ssh_known_hosts(slurped, names):
+    """{lines, error} from slurp results of public host key files and the host's names."""
+    texts = {}
+    for result in slurped or []:
+        source = result.get("source") or result.get("item") or "?"
+        try:
+            texts[source] = base64.b64decode(result.get("content") or "").decode("utf-8", "replace")
+        except (ValueError, TypeError):
+            texts[source] = ""
+    return known_hosts_result(texts, list(names))
+
+
+def ssh_known_hosts_errors(known_by_host):
+    """['host: error', ...] from each host's nccl_ssh_known_hosts result (a host without one: none)."""
+    return ["{0}: {1}".format(host, (known or {}).get("error")) for host, known in sorted((known_by_host or {}).items())
+            if (known or {}).get("error")]
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -78,6 +100,11 @@ class FilterModule:
             "rdma_erdma_devices": erdma_devices,
             "rdma_transport": rdma_transport,
             "nccl_expected_transport": expected_transport,
+            "nccl_ssh_known_hosts": ssh_known_hosts,
+            "nccl_ssh_known_hosts_errors": ssh_known_hosts_errors,
+            "nccl_env_secret_names": lambda env: secret_names(env or {}),
+            "nccl_env_file_mode": lambda names, readable="0644", private="0600": env_file_mode(
+                names or [], readable, private),
             "nccl_ssh_trust_skip_reason": lambda hosts, connections: ssh_trust_skip_reason(hosts, connections),
             "rdma_disagreement": lambda ports_by_host: rdma_disagreement(dict(ports_by_host)),
         }

@@ -3,8 +3,9 @@ so that a reader never sees a half-written report, and read back (for the bandwi
 
 Pure Python 3.8+ standard library: the nccl_report module and the ncclkit package share it.
 
-A report folder is <parent>/<name>/ with report.json, report.md and raw/<host>/<files>. It is
-built in <parent>/.<name>.partial/ and renamed into place in one step once complete.
+A report folder is <parent>/<name>/ with report.json, report.md and raw/<host>/<files>, all for the
+owner only (0700/0600). It is built in a staging folder of its own, <parent>/.<name>.<random>.partial/,
+and renamed into place in one step once complete.
 
 A run record (one per benchmark launch, made by the role) holds: name ("single" or "multi"),
 host (where it was launched), hosts (the hosts it spans), command (argv), ran (false when it could
@@ -16,6 +17,7 @@ read), diagnosis (nccl_diagnose's findings and hosts, or None), stderr_tail and 
 from __future__ import annotations
 
 import datetime
+import errno
 import json
 import os
 import re
@@ -33,11 +35,9 @@ PLOT_PNG = "busbw.png"
 PARTIAL_SUFFIX = ".partial"
 # A staging folder untouched this long was left by an interrupted play (no play waits a day).
 STALE_STAGING_S = 24 * 3600
-# Staging folders nccl_validate makes: .<UTC timestamp>[-N].partial (others are not ours to remove).
-_STAGING_NAME = re.compile(r"^\.\d{8}T\d{6}Z(-\d+)?\.partial$")
-
-# An "env" list in JSON text, closed or cut off at the end of the file.
-_ENV_LIST = re.compile(r'"env"\s*:\s*\[(?:[^\]"]|"(?:[^"\\]|\\.)*"?)*\]?', re.S)
+# Staging folders nccl_validate makes: .<UTC timestamp>.<8 random>.partial, and earlier versions'
+# .<UTC timestamp>[-N].partial (others are not ours to remove).
+_STAGING_NAME = re.compile(r"^\.\d{8}T\d{6}Z(-\d+)?(\.[a-z0-9_]{8})?\.partial$")
 
 # Exit codes of coreutils timeout: the command ran too long (TERM), or still ran after the grace (KILL).
 TIMEOUT_RC = 124
@@ -387,27 +387,26 @@ def _md(text):
 # -- writing -------------------------------------------------------------------------------
 
 
-def staging_dir(parent, name):
-    return os.path.join(os.path.abspath(parent), "." + name + PARTIAL_SUFFIX)
-
-
 def stage(parent, name, now=None):
-    """Create (or reuse) the staging folder and its raw/ folder; return the staging path. Stale
-    staging folders of interrupted plays are removed first: their raw -J files are unredacted."""
+    """Create a staging folder of its own for this run (two runs in the same second get two) with
+    its raw/ folder, both 0700: the raw outputs fetched into it are the hosts' until redacted.
+    Stale staging folders of interrupted plays are removed first. Returns the staging path."""
     _check_name(name)
-    staging = staging_dir(parent, name)
+    parent = os.path.abspath(parent)
     try:
-        os.makedirs(os.path.join(staging, RAW_DIR), mode=0o755, exist_ok=True)
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+        staging = tempfile.mkdtemp(prefix="." + name + ".", suffix=PARTIAL_SUFFIX, dir=parent)
+        os.mkdir(os.path.join(staging, RAW_DIR), 0o700)
     except OSError as error:
-        raise NcclReportError("cannot create the report folder {0}: {1}; set nccl_validate_report_parent to a "
-                              "folder the controller's user can write".format(staging, error.strerror or error))
+        raise NcclReportError("cannot create a report folder in {0}: {1}; set nccl_validate_report_parent to a "
+                              "folder the controller's user can write".format(parent, error.strerror or error))
     remove_stale_staging(parent, now)
     return staging
 
 
 def remove_stale_staging(parent, now=None):
-    """Remove .<timestamp>.partial folders untouched for STALE_STAGING_S: a play interrupted before
-    writing its report left them; a running play's folder changes with each fetch."""
+    """Remove .<timestamp>.<random>.partial folders untouched for STALE_STAGING_S: a play
+    interrupted before writing its report left them; a running play's folder changes with each fetch."""
     now = time.time() if now is None else now
     parent = os.path.abspath(parent)
     for entry in os.listdir(parent):
@@ -427,49 +426,56 @@ def _newest_mtime(folder):
     return newest
 
 
-def write_report(parent, name, report):
-    """Write report.json and report.md into the staging folder, then rename it into place.
+def _checked_staging(parent, name, staging):
+    """The staging folder stage() made for this report, or NcclReportError: write_report removes
+    it on failure, so it must be ours."""
+    staging = os.path.abspath(staging)
+    entry = os.path.basename(staging)
+    if (os.path.dirname(staging) != os.path.abspath(parent) or not _STAGING_NAME.match(entry)
+            or not entry.startswith("." + name + ".") or not os.path.isdir(staging)
+            or os.path.islink(staging)):
+        raise NcclReportError("{0} is not a staging folder of this report (made by state=staged for {1} in {2}): "
+                              "pass the staging path that step returned".format(staging, name, parent))
+    return staging
+
+
+def write_report(parent, name, report, staging=None):
+    """Redact the raw outputs, write report.json and report.md into the staging folder (stage()'s,
+    or a new one), then rename it into place as <parent>/<name> (or <name>-2, -3 ...).
 
     Returns the final folder. On any error the staging folder is removed and NcclReportError
-    raised: a report folder either is complete or does not exist.
+    raised: a report folder either is complete or does not exist, and no unredacted file stays.
     """
-    staging = stage(parent, name)
+    _check_name(name)
+    staging = stage(parent, name) if staging is None else _checked_staging(parent, name, staging)
     try:
         redact_raw_json(os.path.join(staging, RAW_DIR))
         _write_file(os.path.join(staging, REPORT_JSON), json.dumps(report, indent=2, sort_keys=True,
                                                                    allow_nan=False) + "\n")
         _write_file(os.path.join(staging, REPORT_MD), render_markdown(report))
-        final = _free_name(os.path.join(os.path.abspath(parent), name))
-        os.rename(staging, final)
+        _owner_only(staging)
+        final = _rename_free(staging, os.path.join(os.path.abspath(parent), name))
         _fsync_dir(os.path.dirname(final))
-    except (OSError, ValueError, TypeError) as error:
+    except Exception as error:  # RecursionError and MemoryError too: never leave the raw files
         shutil.rmtree(staging, ignore_errors=True)
         raise NcclReportError("could not write the report in {0}: {1}; nothing was left behind".format(
-            parent, getattr(error, "strerror", None) or error))
+            parent, getattr(error, "strerror", None) or error or type(error).__name__))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return final
 
 
-def redact_raw_json(raw_dir):
-    """nccl-tests' -J files record the launching process's whole environment (cloud credentials
-    included); in the report they keep only the allow-listed NCCL/CUDA/MPI names."""
-    for folder, _dirs, files in os.walk(raw_dir):
-        for file_name in files:
-            if not file_name.endswith(".json"):
-                continue
-            path = os.path.join(folder, file_name)
-            with open(path, encoding="utf-8", errors="replace") as stream:
-                text = stream.read()
-            try:
-                document = json.loads(text)
-            except ValueError:  # cut short with the run: drop the env list textually, end or not
-                _write_file(path, _ENV_LIST.sub('"env": []', text))
-                continue
-            if not isinstance(document, dict) or not isinstance(document.get("env"), list):
-                continue
-            kept = allowed_env_entries(document["env"])
-            document["env_removed_by_ncclkit"] = len(document["env"]) - len(kept)
-            document["env"] = kept
-            _write_file(path, json.dumps(document, indent=2) + "\n")
+def _owner_only(folder):
+    """Folders 0700, files 0600: fetch writes with the controller's umask."""
+    os.chmod(folder, 0o700)
+    for root, dirs, files in os.walk(folder):
+        for entry in dirs:
+            os.chmod(os.path.join(root, entry), 0o700)
+        for entry in files:
+            path = os.path.join(root, entry)
+            if not os.path.islink(path):
+                os.chmod(path, 0o600)
 
 
 def _check_name(name):
@@ -477,12 +483,21 @@ def _check_name(name):
         raise NcclReportError("report name {0!r} must be a plain folder name such as 20261202T090419Z".format(name))
 
 
-def _free_name(path):
-    candidate, number = path, 1
-    while os.path.exists(candidate):
+def _rename_free(source, path):
+    """Rename source to path, or path-2, path-3 ...: the first name no other run took, even one
+    that renamed its report into place a moment ago (a report folder is never empty, so renaming
+    onto it fails rather than replaces it)."""
+    number = 1
+    while True:
+        candidate = path if number == 1 else "{0}-{1}".format(path, number)
+        if not os.path.lexists(candidate):
+            try:
+                os.rename(source, candidate)
+                return candidate
+            except OSError as error:
+                if error.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise
         number += 1
-        candidate = "{0}-{1}".format(path, number)
-    return candidate
 
 
 def _write_file(path, text):
@@ -493,7 +508,7 @@ def _write_file(path, text):
             stream.write(text)
             stream.flush()
             os.fsync(stream.fileno())
-        os.chmod(temporary, 0o644)
+        os.chmod(temporary, 0o600)
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
@@ -512,6 +527,104 @@ def _fsync_dir(folder):
         pass
     finally:
         os.close(descriptor)
+
+
+# -- redaction of nccl-tests' -J files -----------------------------------------------------
+
+# One JSON token: a string (maybe cut off at the end of the file), a structural character, or a
+# run of anything else (numbers, literals, garbage). Whitespace is copied as it is.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)|[{}\[\],:]|\s+|[^\s{}\[\],:"]+', re.S)
+
+
+def redact_json_text(text):
+    """(text, removed): every "env" list of a -J file, at any depth, keeps only the allow-listed
+    NAME=value strings; anything else in it (other names, nested values, a string cut off with the
+    file) is dropped. A token walk with an explicit stack: no depth raises RecursionError, and a
+    file cut short with the run is redacted as far as it goes."""
+    out, removed = [], 0
+    # One frame per open container: [kind, key of the value being read, expecting a key].
+    stack = []
+    env = None  # while inside an env list: {"depth", "kept", "top"}
+    position = 0
+    while position < len(text):
+        match = _TOKEN.match(text, position)
+        token = match.group(0)
+        position = match.end()
+        if env is not None:
+            if token in ("[", "{"):
+                env["depth"] += 1
+                if env["depth"] == 2:
+                    removed += 1
+                    env["dropped"] += 1
+            elif token in ("]", "}"):
+                env["depth"] -= 1
+                if env["depth"] == 0:
+                    out.append("[" + ", ".join(env["kept"]) + "]")
+                    if env["top"] and env["dropped"]:
+                        out.append(', "env_removed_by_ncclkit": {0}'.format(env["dropped"]))
+                    env = None
+                    stack.pop()
+            elif env["depth"] == 1 and token.startswith('"'):
+                if _allowed_string(token):
+                    env["kept"].append(token)
+                else:
+                    removed += 1
+                    env["dropped"] += 1
+            elif env["depth"] == 1 and not token.isspace() and token != ",":
+                removed += 1
+                env["dropped"] += 1
+            continue
+        frame = stack[-1] if stack else None
+        if token == "{":
+            stack.append(["{", None, True])
+        elif token == "[":
+            if frame and frame[0] == "{" and frame[1] == "env":
+                stack.append(["[", None, False])
+                env = {"depth": 1, "kept": [], "dropped": 0, "top": len(stack) == 2}
+                continue
+            stack.append(["[", None, False])
+        elif token in ("]", "}"):
+            if stack:
+                stack.pop()
+        elif token == "," and frame and frame[0] == "{":
+            frame[1], frame[2] = None, True
+        elif token == ":" and frame and frame[0] == "{":
+            frame[2] = False
+        elif token.startswith('"') and frame and frame[0] == "{" and frame[2]:
+            frame[1] = _string_value(token)
+        out.append(token)
+    if env is not None:  # cut off inside an env list: close it with what may stay
+        out.append("[" + ", ".join(env["kept"]) + "]")
+    return "".join(out), removed
+
+
+def _string_value(token):
+    try:
+        return json.loads(token)
+    except ValueError:
+        return None
+
+
+def _allowed_string(token):
+    value = _string_value(token)
+    return isinstance(value, str) and allowed_env_entries([value]) == [value]
+
+
+def redact_raw_file(path):
+    """Rewrite one raw -J file in place, redacted (see redact_json_text); 0600."""
+    with open(path, encoding="utf-8", errors="replace") as stream:
+        text = stream.read()
+    redacted, _removed = redact_json_text(text)
+    _write_file(path, redacted)
+
+
+def redact_raw_json(raw_dir):
+    """nccl-tests' -J files record the launching process's whole environment (cloud credentials
+    included); in the report they keep only the allow-listed NCCL/CUDA/MPI names."""
+    for folder, _dirs, files in os.walk(raw_dir):
+        for file_name in files:
+            if file_name.endswith(".json"):
+                redact_raw_file(os.path.join(folder, file_name))
 
 
 # -- reading -------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ KEY = "/root/.ssh/ncclkit_cluster_ed25519"
 WRITTEN = ["/etc/nccl.conf", "/etc/profile.d/ncclkit.sh", "/etc/ncclkit/nccl.env",
            "/etc/ncclkit/nccl.json", "/etc/ncclkit/hostfile", "/opt/ncclkit/bin/ncclkit-env",
            "/opt/ncclkit/bin/ncclkit-torchrun", "/opt/ncclkit/bin/ncclkit-mpirun",
-           "/etc/ssh/ssh_config.d/ncclkit.conf", KEY, KEY + ".pub"]
+           "/etc/ssh/ssh_config.d/ncclkit.conf", "/etc/ncclkit/ssh_known_hosts", KEY, KEY + ".pub"]
 EXAMPLE = REPO_ROOT / "examples" / "lightning_ddp_check.py"
 # An image's own /etc/nccl.conf (node1) and an empty ssh_known_hosts ncclkit never wrote (node2).
 FOREIGN_CONF = "NCCL_TOPO_FILE=/opt/image/topo.xml\n"
@@ -113,6 +113,24 @@ def test_check_mode_on_fresh_nodes_reports_changes_and_writes_nothing(lab, run_p
     assert read(lab, "node1", "/etc/nccl.conf") == FOREIGN_CONF
 
 
+def test_a_host_key_file_that_is_no_plain_key_stops_the_play_before_anything_is_written(lab, run_profile):
+    """A CA line where a host key belongs (ssh-keyscan's output was pinned unchecked) is refused on
+    every host, with the file named."""
+    key = read(lab, "node2", "/etc/ssh/ssh_host_ed25519_key.pub").split()[1]
+    planted = "/etc/ssh/ssh_host_planted_key.pub"
+    assert node_sh(lab, "node2", f"echo '@cert-authority * ssh-ed25519 {key}' > {planted}").returncode == 0
+    try:
+        run = run_profile()
+    finally:
+        assert node_sh(lab, "node2", f"rm {planted}").returncode == 0
+    assert run.rc != 0
+    assert f"node2: {planted} starts with the known_hosts marker @cert-authority" in run.output, run.output[-3000:]
+    for node in NODES:
+        assert existing(lab, node, WRITTEN + ["/etc/ncclkit", "/opt/ncclkit"]) == \
+            (["/etc/nccl.conf"] if node == "node1" else [])
+        assert marked_blocks(lab, node) == ""
+
+
 def test_present_keeps_the_nccl_conf_it_replaced_as_a_backup(lab, converged):
     backups = node_sh(lab, "node1", "cat /etc/nccl.conf.*~")
     assert backups.returncode == 0 and backups.stdout == FOREIGN_CONF, backups.stderr
@@ -191,8 +209,18 @@ def test_mpirun_runs_on_both_nodes_over_the_cluster_network_with_the_profile(lab
 def test_ssh_trust_takes_cluster_addresses_only_and_pins_host_keys(lab, converged):
     done = node_sh(lab, "node2", f"ssh -o BatchMode=yes {PRIVATE['node1']} hostname")
     assert (done.returncode, done.stdout.strip()) == (0, "node1"), done.stderr
-    known = node_sh(lab, "node1", "cat /etc/ssh/ssh_known_hosts").stdout
-    assert {line.split()[0] for line in known.splitlines() if not line.startswith("#")} == set(PRIVATE.values())
+    # The host keys each node's sshd serves, read from its own files, for its name and cluster address
+    # (the lab's hostname is the inventory name), in a file of ours; the system's file is untouched.
+    known = read(lab, "node1", "/etc/ncclkit/ssh_known_hosts")
+    served = {node: " ".join(read(lab, node, "/etc/ssh/ssh_host_ed25519_key.pub").split()[:2]) for node in NODES}
+    assert sorted(line for line in known.splitlines() if not line.startswith("#")) == [
+        f"{node},{PRIVATE[node]} {served[node]}" for node in NODES]
+    assert "ncclkit" not in node_sh(lab, "node1", "cat /etc/ssh/ssh_known_hosts 2>/dev/null").stdout
+    assert "GlobalKnownHostsFile /etc/ncclkit/ssh_known_hosts" in read(lab, "node1", "/etc/ssh/ssh_config.d/ncclkit.conf")
+    # Every cluster key only from the cluster addresses, with no pty or forwarding.
+    keys = [line for line in read(lab, "node1", "/root/.ssh/authorized_keys").splitlines() if "ncclkit-cluster@" in line]
+    assert len(keys) == 2 and all(line.startswith(f'from="{PRIVATE["node1"]},{PRIVATE["node2"]}",restrict ')
+                                  for line in keys), keys
     # The outsider shares the cluster network but not the cluster: node2's key does not let it in.
     key = node_sh(lab, "node2", f"cat {KEY}").stdout
     outsider = lab.exec("outsider", ["sh", "-c", f"umask 077; cat > /tmp/k; ssh -i /tmp/k -o BatchMode=yes "
@@ -242,6 +270,19 @@ def test_with_the_profile_training_completes_and_the_ranks_agree(training, timin
     assert len({report["weights"] for report in result.reports.values()}) == 1, result.describe()
 
 
+def test_secret_looking_values_make_the_env_files_root_only(lab, converged, run_profile):
+    run = run_profile(nccl_profile_extra_env={"HF_TOKEN": "planted-token"})
+    assert run.rc == 0, run.output[-4000:]
+    modes = dict(line.split(" ", 1)[::-1] for line in node_sh(
+        lab, "node1", "stat -c '%a %n' " + " ".join(WRITTEN[:8])).stdout.splitlines())
+    assert modes == {"/etc/nccl.conf": "644", "/etc/profile.d/ncclkit.sh": "600", "/etc/ncclkit/nccl.env": "600",
+                     "/etc/ncclkit/nccl.json": "600", "/etc/ncclkit/hostfile": "644",
+                     "/opt/ncclkit/bin/ncclkit-env": "700", "/opt/ncclkit/bin/ncclkit-torchrun": "755",
+                     "/opt/ncclkit/bin/ncclkit-mpirun": "755"}
+    holding = node_sh(lab, "node1", "grep -l planted-token " + " ".join(WRITTEN[:8])).stdout.split()
+    assert holding and all(modes[path].endswith("00") for path in holding), (holding, modes)
+
+
 def test_state_absent_removes_everything_the_role_wrote(lab, converged, run_profile, timings):
     run = run_profile(nccl_profile_state="absent")
     timings("absent run s", round(run.seconds, 1))
@@ -251,7 +292,9 @@ def test_state_absent_removes_everything_the_role_wrote(lab, converged, run_prof
     for node in NODES:
         assert existing(lab, node, WRITTEN + ["/etc/ncclkit", "/opt/ncclkit"]) == []
         assert marked_blocks(lab, node) == ""
-        # Both files held only the role's block, so they went too.
-        assert existing(lab, node, BLOCK_FILES) == []
+    # authorized_keys held only the role's block, so it went too; node2's empty ssh_known_hosts was
+    # never the role's (it pins host keys in /etc/ncclkit/ssh_known_hosts) and stays.
+    assert existing(lab, "node1", BLOCK_FILES) == []
+    assert existing(lab, "node2", BLOCK_FILES) == ["/etc/ssh/ssh_known_hosts"]
     # The image's file the first run replaced is still there to restore.
     assert node_sh(lab, "node1", "cat /etc/nccl.conf.*~").stdout == FOREIGN_CONF

@@ -303,3 +303,32 @@ def test_interrupted_build_leaves_no_half_install(toolchain, tmp_path):
     assert (target / "current").resolve() == good
     assert sorted(p.name for p in (target / "current" / "bin").iterdir()) == sorted(BINARIES)
     assert [p.name for p in (target / "builds").iterdir()] == [good.name]
+
+
+def test_only_what_the_role_made_is_removed_and_system_folders_are_refused(toolchain, tmp_path):
+    """The role's old source (stamped as a run of the role stamps it) goes; someone's src/keepme, an
+    unstamped tarball and a build without the role's stamp stay. /usr/local as the install folder
+    is refused before anything is touched: that run is in check mode, so that even a role that
+    failed to refuse could not change this machine's real /usr/local."""
+    fk = toolchain
+    host = "owned"
+    target = install_dir(tmp_path, host)
+    (target / "src" / "keepme").mkdir(parents=True)
+    (target / "src" / "keepme" / "notes.txt").write_text("not the role's")
+    (target / "src" / "mine.tar.gz").write_text("not the role's either")
+    (target / "builds" / "by-hand" / "bin").mkdir(parents=True)
+    old = target / "src" / "archive-v2.19.5-0123456789ab"  # what an earlier archive run left
+    (old / "nccl-tests-2.19.5").mkdir(parents=True)
+    (target / "src" / (old.name + ".download")).write_text("tarball")
+    (target / "src" / (old.name + ".ncclkit")).write_text("Made by ncclkit.cluster.nccl_tests\n")
+    run = run_role(write_inventory(tmp_path / "inventory.json", {host: host_vars(fk, tmp_path, host)}))
+    assert run.counts(host)["failed"] == 0, run.output[-4000:]
+    assert sorted(p.name for p in (target / "src").iterdir()) == ["git", "git.ncclkit", "keepme", "mine.tar.gz"]
+    assert (target / "src" / "keepme" / "notes.txt").read_text() == "not the role's"
+    assert sorted(p.name for p in (target / "builds").iterdir()) == sorted(
+        ["by-hand", (target / "current").resolve().name])
+    system = host_vars(fk, tmp_path, "system", nccl_tests_install_dir="/usr/local")
+    run = run_role(write_inventory(tmp_path / "system.json", {"system": system}), check=True)
+    assert run.counts("system")["failed"] == 1 and run.counts("system")["changed"] == 0
+    assert "nccl_tests_install_dir /usr/local is a system folder" in run.output
+    assert "use a dedicated subfolder such as /usr/local/ncclkit/nccl-tests" in run.output

@@ -196,9 +196,11 @@ def test_human_sizes():
 def test_write_is_atomic_and_never_overwrites(tmp_path):
     report = report_of(run(perf=perf("h200-2host-socket-defaults.txt")))
     staging = nccl_report.stage(str(tmp_path), "20261202T090419Z")
-    (tmp_path / ".20261202T090419Z.partial" / "raw" / "node1").mkdir()
-    (tmp_path / ".20261202T090419Z.partial" / "raw" / "node1" / "multi.txt").write_text("output")
-    final = nccl_report.write_report(str(tmp_path), "20261202T090419Z", report)
+    assert re.fullmatch(r"\.20261202T090419Z\.[a-z0-9_]{8}\.partial", os.path.basename(staging))
+    os.mkdir(os.path.join(staging, "raw", "node1"))
+    with open(os.path.join(staging, "raw", "node1", "multi.txt"), "w") as stream:
+        stream.write("output")
+    final = nccl_report.write_report(str(tmp_path), "20261202T090419Z", report, staging=staging)
     assert final == str(tmp_path / "20261202T090419Z") and not os.path.exists(staging)
     assert sorted(os.listdir(final)) == ["raw", "report.json", "report.md"]
     assert nccl_report.load_report(final) == json.loads(json.dumps(report))
@@ -253,14 +255,14 @@ def test_raw_json_in_the_report_keeps_only_allowed_environment(tmp_path):
         json.dump(source, stream)
     with open(os.path.join(raw, "cut.json"), "w") as stream:
         stream.write('{"version": 3, "env": ["NCCL_DEBUG=INFO", "AWS_SECRET_ACCESS_KEY=x')  # cut short
-    final = nccl_report.write_report(str(tmp_path), "20261202T090419Z", report_of(run()))
+    final = nccl_report.write_report(str(tmp_path), "20261202T090419Z", report_of(run()), staging=staging)
     written = json.loads(open(os.path.join(final, "raw", "node1", "single.json")).read())
     assert written["env"] and all(entry.split("=")[0].startswith(("NCCL_", "CUDA_")) for entry in written["env"])
     assert written["env_removed_by_ncclkit"] == len(source["env"]) - len(written["env"])
     assert written["results"] == source["results"]
     assert "AWS_SECRET" not in json.dumps(written)
     cut = open(os.path.join(final, "raw", "node1", "cut.json")).read()
-    assert cut == '{"version": 3, "env": []'
+    assert cut == '{"version": 3, "env": ["NCCL_DEBUG=INFO"]'  # the cut-off entry is dropped
 
 
 def test_hosts_table_names_a_build_given_by_folder():
@@ -289,11 +291,99 @@ def test_stale_staging_folders_of_interrupted_plays_are_removed(tmp_path):
     (old / "single.json").write_text('{"env": ["AWS_SECRET_ACCESS_KEY=x"]}')
     recent = tmp_path / ".20261202T080000Z.partial"
     recent.mkdir()
+    old_random = tmp_path / ".20261130T090419Z.ab12cd_3.partial"
+    old_random.mkdir()
     other = tmp_path / ".mine.partial"
     other.mkdir()
     day_ago = os.path.getmtime(old) - nccl_report.STALE_STAGING_S - 60
-    for path in (old / "single.json", old, old.parent, old.parent.parent, other):
+    for path in (old / "single.json", old, old.parent, old.parent.parent, old_random, other):
         os.utime(path, (day_ago, day_ago))
-    nccl_report.stage(str(tmp_path), "20261202T090419Z")
-    assert sorted(path.name for path in tmp_path.iterdir()) == [
-        ".20261202T080000Z.partial", ".20261202T090419Z.partial", ".mine.partial"]
+    staging = nccl_report.stage(str(tmp_path), "20261202T090419Z")
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([
+        ".20261202T080000Z.partial", os.path.basename(staging), ".mine.partial"])
+
+
+# -- secrets and staging (issue: hardening) ------------------------------------------------
+
+
+def _mode(path):
+    return os.stat(path).st_mode & 0o777
+
+
+def test_staging_is_private_and_unique_per_run(tmp_path):
+    """Two runs in the same second get their own staging folders, readable by the owner only."""
+    first = nccl_report.stage(str(tmp_path), "20261202T090419Z")
+    second = nccl_report.stage(str(tmp_path), "20261202T090419Z")
+    assert first != second and os.path.isdir(first) and os.path.isdir(second)
+    for folder in (first, second, os.path.join(first, "raw")):
+        assert _mode(folder) == 0o700, oct(_mode(folder))
+    # Each run writes its own report: neither takes the other's raw outputs.
+    for staging, host in ((first, "node1"), (second, "node2")):
+        os.makedirs(os.path.join(staging, "raw", host))
+        with open(os.path.join(staging, "raw", host, "single.txt"), "w") as stream:
+            stream.write(host)
+    done = [nccl_report.write_report(str(tmp_path), "20261202T090419Z", report_of(run()), staging=staging)
+            for staging in (first, second)]
+    assert sorted(os.path.basename(path) for path in done) == ["20261202T090419Z", "20261202T090419Z-2"]
+    assert [os.listdir(os.path.join(path, "raw")) for path in done] == [["node1"], ["node2"]]
+    assert sorted(os.listdir(tmp_path)) == ["20261202T090419Z", "20261202T090419Z-2"]
+
+
+def test_report_files_are_written_for_the_owner_only(tmp_path):
+    staging = nccl_report.stage(str(tmp_path), "20261202T090419Z")
+    os.makedirs(os.path.join(staging, "raw", "node1"))
+    with open(os.path.join(staging, "raw", "node1", "single.json"), "w") as stream:
+        stream.write('{"env": ["NCCL_DEBUG=INFO"]}')
+    final = nccl_report.write_report(str(tmp_path), "20261202T090419Z", report_of(run()), staging=staging)
+    for folder, dirs, files in os.walk(final):
+        assert _mode(folder) == 0o700, folder
+        for name in files:
+            assert _mode(os.path.join(folder, name)) == 0o600, name
+
+
+def test_a_staging_folder_that_is_not_ours_is_refused(tmp_path):
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    with pytest.raises(nccl_report.NcclReportError, match="not a staging folder of this report"):
+        nccl_report.write_report(str(tmp_path), "20261202T090419Z", report_of(run()), staging=str(other))
+    assert other.is_dir()
+
+
+def deep_json(depth, env):
+    return '{"env": ' + json.dumps(env) + ', "config": ' + "[" * depth + "1" + "]" * depth + "}"
+
+
+def test_deeply_nested_json_is_redacted_without_recursion_errors(tmp_path):
+    """json.loads raises RecursionError at about a thousand levels: the redaction must not."""
+    raw = tmp_path / "single.json"
+    raw.write_text(deep_json(100000, ["NCCL_DEBUG=INFO", "AWS_SECRET_ACCESS_KEY=abc", "HF_TOKEN=xyz"]))
+    nccl_report.redact_raw_file(str(raw))
+    text = raw.read_text()
+    assert "AWS_SECRET" not in text and "HF_TOKEN" not in text and "NCCL_DEBUG=INFO" in text
+    assert text.count("[") == 100000 + 1
+
+
+def test_env_lists_at_any_depth_and_cut_files_are_redacted(tmp_path):
+    raw = tmp_path / "single.json"
+    raw.write_text('{"results": [{"env": ["NCCL_ALGO=Ring", "GITHUB_TOKEN=1", {"x": "y"}]}], '
+                   '"e\\u006ev": ["MY_PASSWORD=2"], "env": ["CUDA_VISIBLE_DEVICES=0", "AWS_SECRET_ACCESS_KEY=3')
+    nccl_report.redact_raw_file(str(raw))
+    text = raw.read_text()
+    for secret in ("GITHUB_TOKEN", "MY_PASSWORD", "AWS_SECRET", '"x"'):
+        assert secret not in text
+    assert "NCCL_ALGO=Ring" in text and "CUDA_VISIBLE_DEVICES=0" in text
+    complete = tmp_path / "complete.json"
+    complete.write_text('{"results": [{"env": ["NCCL_ALGO=Ring", "GITHUB_TOKEN=1"]}], "env": ["MY_KEY=2"]}')
+    nccl_report.redact_raw_file(str(complete))
+    assert json.loads(complete.read_text()) == {"results": [{"env": ["NCCL_ALGO=Ring"]}], "env": [],
+                                                "env_removed_by_ncclkit": 1}
+
+
+def test_a_deep_raw_file_never_leaves_an_unredacted_staging_behind(tmp_path):
+    staging = nccl_report.stage(str(tmp_path), "20261202T090419Z")
+    os.makedirs(os.path.join(staging, "raw", "node1"))
+    with open(os.path.join(staging, "raw", "node1", "single.json"), "w") as stream:
+        stream.write(deep_json(5000, ["AWS_SECRET_ACCESS_KEY=abc"]))
+    final = nccl_report.write_report(str(tmp_path), "20261202T090419Z", report_of(run()), staging=staging)
+    assert "AWS_SECRET" not in open(os.path.join(final, "raw", "node1", "single.json")).read()
+    assert sorted(os.listdir(tmp_path)) == ["20261202T090419Z"]

@@ -31,8 +31,10 @@ def data(min_busbw_gbps=2.5):
 def test_stage_then_write_gives_a_complete_folder_and_changes_nothing_reported(capsys, tmp_path):
     code, staged = run_module(capsys, {"parent": str(tmp_path), "name": NAME, "state": "staged"})
     assert code == 0 and staged["changed"] is False
-    assert staged["staging"] == str(tmp_path / f".{NAME}.partial") and os.path.isdir(staged["staging"] + "/raw")
-    code, written = run_module(capsys, {"parent": str(tmp_path), "name": NAME, "data": data()})
+    assert os.path.dirname(staged["staging"]) == str(tmp_path) and os.path.isdir(staged["staging"] + "/raw")
+    assert os.path.basename(staged["staging"]).startswith(f".{NAME}.")
+    code, written = run_module(capsys, {"parent": str(tmp_path), "name": NAME, "data": data(),
+                                        "staging": staged["staging"]})
     assert code == 0 and written["changed"] is False and written["passed"] is True
     assert written["path"] == str(tmp_path / NAME) and sorted(os.listdir(tmp_path)) == [NAME]
     assert written["msg"] == f"nccl_validate PASSED: 1 run(s), 1 passed\nreport: {tmp_path / NAME}"
@@ -50,7 +52,8 @@ def test_a_failed_check_is_returned_not_raised(capsys, tmp_path):
 def test_check_mode_writes_nothing_but_gives_the_verdict(capsys, tmp_path):
     code, staged = run_module(capsys, {"parent": str(tmp_path / "reports"), "name": NAME, "state": "staged",
                                        "_ansible_check_mode": True})
-    assert code == 0 and staged["changed"] is False and staged["msg"] == "staging folder " + staged["staging"]
+    assert code == 0 and staged["changed"] is False and staged["staging"] == ""
+    assert staged["msg"] == "staging folder (check mode: none)"
     assert not (tmp_path / "reports").exists()
     code, result = run_module(capsys, {"parent": str(tmp_path), "name": NAME, "data": data(3.0),
                                        "_ansible_check_mode": True})
@@ -65,7 +68,7 @@ def test_bad_data_fails_with_the_cause_not_a_traceback(capsys, tmp_path):
 
 def test_discarded_is_no_state(capsys, tmp_path):
     code, result = run_module(capsys, {"parent": str(tmp_path), "name": NAME, "state": "discarded"})
-    assert code == 1 and "value of state must be one of: staged, written" in result["msg"]
+    assert code == 1 and "value of state must be one of: staged, written, redacted" in result["msg"]
 
 
 def test_an_unwritable_parent_fails_with_the_fix(capsys, tmp_path):
@@ -103,4 +106,19 @@ def test_documentation_matches_the_argument_spec(capsys):
     for name, option in documentation["options"].items():
         for key in ("type", "required", "default", "choices"):
             assert option.get(key) == spec[name].get(key), (name, key)
-    assert set(returned) == {"path", "staging", "passed", "msg", "reasons", "summary"}
+    assert set(returned) == {"path", "staging", "passed", "msg", "reasons", "summary", "redacted"}
+
+
+def test_redacted_rewrites_the_j_files_on_the_host_before_they_are_fetched(capsys, tmp_path):
+    raw = tmp_path / "single.json"
+    raw.write_text('{"env": ["NCCL_DEBUG=INFO", "HF_TOKEN=abc"], "results": []}')
+    raw.chmod(0o644)
+    code, result = run_module(capsys, {"state": "redacted", "paths": [str(raw), str(tmp_path / "missing.json")]})
+    assert code == 0 and result["redacted"] == [str(raw)] and result["changed"] is False
+    assert "HF_TOKEN" not in raw.read_text() and "NCCL_DEBUG=INFO" in raw.read_text()
+    assert raw.stat().st_mode & 0o777 == 0o600
+
+
+def test_staged_and_written_need_the_parent_and_the_name(capsys):
+    code, result = run_module(capsys, {"state": "staged", "name": NAME})
+    assert code == 1 and "parent" in result["msg"]

@@ -19,6 +19,7 @@ from ncclkit.lab.state import StateDir
 
 OVERLAID = ("/etc", "/opt", "/root", "/usr/local", "/var", "/tmp")
 PRIVATE_TMPFS = ("/dev/shm",)
+SSH_DIR = "/etc/ssh"
 # The autodl profile: an image without systemd (/sbin/init whited out of /usr/sbin), AutoDL's data
 # disk, and where the lab's state dir is parked while /run is replaced by a private tmpfs.
 AUTODL_OVERLAID = ("/usr/sbin",)
@@ -71,10 +72,34 @@ def prepare(state: StateDir, plan: LabPlan, member: MemberPlan) -> None:
     (etc / "resolv.conf").write_text(RESOLV_CONF)
     for name in ("hostname", "hosts", "machine-id", "resolv.conf"):
         os.chmod(etc / name, 0o644 if name != "machine-id" else 0o444)
+    ssh_host_keys(state, etc / "ssh")
     if AUTODL_OVERLAID[0] in overlaid(plan, member):
         # An overlay whiteout (a 0:0 character device): /sbin/init is gone, as in AutoDL's images.
         os.mknod(base / "upper" / layer_name("/usr/sbin") / "init", 0o600 | stat.S_IFCHR, os.makedev(0, 0))
         (base / "upper" / layer_name("/root") / AUTODL_DATA_DIR.split("/", 1)[1]).mkdir(mode=0o755)
+
+
+def ssh_host_keys(state: StateDir, upper_ssh) -> None:
+    """The node's /etc/ssh/ssh_host_*_key* are the key its sshd serves (the lab's one host key), as on
+    a real host: the host's own key files are whited out, so a role reading a node's public host
+    keys reads the one that node's sshd presents."""
+    try:
+        names = [name for name in os.listdir(SSH_DIR) if name.startswith("ssh_host_")]
+        lower = os.stat(SSH_DIR)
+    except FileNotFoundError:
+        names, lower = [], None
+    upper_ssh.mkdir(exist_ok=True)
+    if lower is not None:
+        os.chown(upper_ssh, lower.st_uid, lower.st_gid)
+        os.chmod(upper_ssh, lower.st_mode & 0o7777)
+    for name in names:
+        os.mknod(upper_ssh / name, 0o600 | stat.S_IFCHR, os.makedev(0, 0))
+    for suffix, mode in (("", 0o600), (".pub", 0o644)):
+        target = upper_ssh / ("ssh_host_ed25519_key" + suffix)
+        if target.exists() or target.is_char_device():
+            target.unlink()
+        target.write_bytes(state.host_key.with_name(state.host_key.name + suffix).read_bytes())
+        os.chmod(target, mode)
 
 
 def setup_script(state: StateDir, plan: LabPlan, member: MemberPlan, final_argv: list[str]) -> str:
