@@ -109,6 +109,20 @@ def group_rules(ec2, group: str) -> dict:
     return {"in": found["IpPermissions"], "out": found["IpPermissionsEgress"]}
 
 
+def rule_entries(rules: dict) -> list:
+    """One (direction, protocol, from, to, source) per rule: EC2 folds the rules of one protocol
+    and port range into one permission, so permissions are not rules."""
+    found = []
+    for direction, perms in rules.items():
+        for perm in perms:
+            key = (direction, perm["IpProtocol"], perm.get("FromPort"), perm.get("ToPort"))
+            found += [(*key, entry["CidrIp"]) for entry in perm.get("IpRanges", [])]
+            found += [(*key, entry["CidrIpv6"]) for entry in perm.get("Ipv6Ranges", [])]
+            found += [(*key, entry["GroupId"]) for entry in perm.get("UserIdGroupPairs", [])]
+            found += [(*key, entry["PrefixListId"]) for entry in perm.get("PrefixListIds", [])]
+    return sorted(found, key=str)
+
+
 @dataclass
 class Run:
     rc: int
