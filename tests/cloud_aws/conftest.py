@@ -81,6 +81,16 @@ def moto_server(credentials, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def ec2_api(moto_server):
+    """The endpoint the role is given: moto behind the model-checked stand-in, which answers the
+    placement-group calls moto does not implement and forwards everything else to moto."""
+    from .ec2_standin import Ec2StandIn
+
+    with Ec2StandIn(None, [], [], forward_to=moto_server["url"]) as api:
+        yield api
+
+
+@pytest.fixture(scope="session")
 def ec2(moto_server, credentials):
     import boto3
 

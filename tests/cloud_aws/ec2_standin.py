@@ -1,11 +1,11 @@
 """A loopback EC2 Query API stand-in for what moto cannot model: placement groups and EFA interfaces.
 
-moto keeps no placement group on an instance and reports every interface as `interface`. This
-server answers DescribeInstances, DescribePlacementGroups and CreatePlacementGroup from a
-fixture. Security groups either come from the fixture too (read-only), or, with `forward_to`,
-every other operation (DescribeSecurityGroups, Authorize*/Revoke*, ...) is forwarded to moto,
-whose security groups keep real rule state: that is how the EFA self rules are applied and
-read back. Every request, answered or forwarded, is first checked against botocore's own EC2
+moto has no placement-group API at all, keeps no placement group on an instance and reports
+every interface as `interface`. This server answers DescribePlacementGroups and
+CreatePlacementGroup, and DescribeInstances from a fixture (instances=None: from moto).
+Security groups either come from the fixture too (read-only), or, with `forward_to`, every
+other operation (DescribeSecurityGroups, Authorize*/Revoke*, ...) is forwarded to moto, whose
+security groups keep real rule state: that is how the EFA self rules are applied and read back. Every request, answered or forwarded, is first checked against botocore's own EC2
 service model: the operation exists, every flattened parameter down to its leaf is a member of
 its shape, required members are present, enum values are among the model's; answers are
 serialized from the model's output shapes (element names, `item` lists), so a field the model
@@ -124,6 +124,7 @@ class Ec2StandIn:
         self.instances, self.security_groups = instances, security_groups
         self.placement_groups = list(placement_groups)
         self.forward_to = forward_to
+        self.own = self.OWN if instances is not None else self.OWN[1:]
         self.calls = []
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -175,7 +176,7 @@ class Ec2StandIn:
                     service = service_of(self.headers.get("Authorization", "")) or "ec2"
                     if service not in MODELS or (service != "ec2" and not standin.forward_to):
                         raise ModelError(f"UnsupportedOperation: the stand-in does not answer {service}")
-                    if standin.forward_to and (service != "ec2" or params.get("Action") not in Ec2StandIn.OWN):
+                    if standin.forward_to and (service != "ec2" or params.get("Action") not in standin.own):
                         operation = validate_request(dict(params), MODELS[service])
                         standin.calls.append(operation.name if service == "ec2" else f"{service}:{operation.name}")
                         self.reply(*self.forward(body))

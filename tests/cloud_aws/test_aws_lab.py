@@ -1,4 +1,5 @@
-"""site.yml with ncclkit_cloud: aws on a 2-node lab (index 100) against moto on loopback.
+"""site.yml with ncclkit_cloud: aws on a 2-node lab (index 100) against moto on loopback:
+--check in audit and apply first (nothing may change in moto), then audit and apply.
 
 Each node reads its instance id from an IMDSv2 stand-in on 169.254.169.254:80 that lives only
 in that node's network namespace (the address is added to the namespace's loopback); the
@@ -7,6 +8,7 @@ machine's own namespace never gets the address and never sends to it.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REGION, REPO_ROOT, aws_env, group_rules, make_cluster
+from .conftest import REGION, REPO_ROOT, aws_env, group_rules, make_cluster, rule_entries
 
 pytestmark = pytest.mark.lab
 INDEX = 100
@@ -52,21 +54,80 @@ def aws_lab(tmp_path_factory, ec2):
         lab.down()
 
 
-def run_site(inventory: Path, moto_url: str, credentials: dict, mode: str) -> tuple[int, str, float]:
+def run_site(inventory: Path, moto_url: str, credentials: dict, mode: str, *args: str,
+             extra: dict | None = None, log: Path | None = None) -> tuple[int, str, float]:
     (inventory / "group_vars" / "all.yml").write_text(
         f"ncclkit_cloud: aws\ncloud_aws_region: {REGION}\ncloud_aws_endpoint_url: {moto_url}\n"
         f"cloud_aws_mode: {mode}\n")
     env = {**aws_env(credentials), "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
            "ANSIBLE_CALLBACK_RESULT_FORMAT": "json", "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0",
            "PYTHONPATH": f"{REPO_ROOT / 'src'}:{REPO_ROOT / 'collections'}"}
+    if log:
+        env["ANSIBLE_LOG_PATH"] = str(log)
+    # The report folder goes next to the inventory, where the leak test reads it.
+    variables = {"ansible_python_interpreter": sys.executable,
+                 "ncclkit_report_parent": str(inventory / "reports"), **(extra or {})}
     started = time.monotonic()
     done = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "site.yml", "-i", str(inventory),
-                           "-e", f"ansible_python_interpreter={sys.executable}"],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+                           "-e", json.dumps(variables), *args],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     return done.returncode, done.stdout + done.stderr, time.monotonic() - started
 
 
-def test_site_audit_then_apply_on_the_lab(aws_lab, ec2, moto_server, credentials):
+def task_status(output: str, task: str) -> list[str]:
+    """The status words (ok, changed, skipping) of one task's result lines."""
+    block = output.split(f"{task}] ***", 1)[1].split("\nTASK [", 1)[0] if f"{task}] ***" in output else ""
+    return [line.split(":", 1)[0] for line in block.splitlines() if line.startswith(("ok:", "changed:", "skipping:"))]
+
+
+def moto_state(ec2, group: str) -> tuple:
+    """The group's rules and each instance's state and placement. (moto has no placement-group API:
+    a create call would fail the play, so rc 0 also says none was sent.)"""
+    instances = [(inst["InstanceId"], inst["State"]["Name"], inst["Placement"].get("GroupName", ""))
+                 for reservation in ec2.describe_instances()["Reservations"] for inst in reservation["Instances"]]
+    return rule_entries(group_rules(ec2, group)), sorted(instances)
+
+
+def secrets_in(credentials: dict, texts: list[str], folder: Path) -> list[str]:
+    """The planted credentials found in the texts or in any file under folder (should be none)."""
+    files = [path.read_text(errors="replace") for path in folder.rglob("*") if path.is_file()] if folder.exists() else []
+    return [name for name, value in credentials.items() if any(value in text for text in texts + files)]
+
+
+def test_site_check_in_audit_and_apply_changes_nothing(aws_lab, ec2, ec2_api, moto_server, credentials, tmp_path):
+    """--check on the fresh lab: audit names every gap, apply shows what it would add; moto unchanged."""
+    lab, inventory, cluster = aws_lab
+    group = cluster["group"]
+    before = moto_state(ec2, group)
+    rc, audit, audit_seconds = run_site(inventory, ec2_api.url, credentials, "audit", "--check")
+    assert rc == 0, audit[-6000:]
+    assert moto_state(ec2, group) == before
+    for text in ("TCP 32768-60999", "TCP 29500", "TCP 22"):
+        assert f"security group {group}: missing {text} inbound from {group} itself" in audit, audit[-6000:]
+    assert set(task_status(audit, "Add the missing security group rules")) == {"skipping"}
+    # The inventory names no instance: these ids reached the controller from the nodes' IMDSv2.
+    assert "Read the instance identity from IMDSv2] ***" in audit
+    for instance in cluster["instances"]:
+        assert f"instance {instance} is in no placement group" in audit
+
+    log = tmp_path / "check.log"
+    placement = {"cloud_aws_placement_group": "nccl-lab", "cloud_aws_create_placement_group": True}
+    rc, apply, apply_seconds = run_site(inventory, ec2_api.url, credentials, "apply", "--check", "-vvv",
+                                        extra=placement, log=log)
+    assert rc == 0, apply[-6000:]
+    assert moto_state(ec2, group) == before
+    # What apply would do: the rules and the placement group it would add, shown as changed.
+    assert set(task_status(apply, "Add the missing security group rules")) == {"changed"}, apply[-6000:]
+    assert set(task_status(apply, "Create the cluster placement group")) == {"changed"}
+    assert "aws ec2 create-placement-group --region us-east-1 --group-name nccl-lab --strategy cluster" in apply
+    assert secrets_in(credentials, [audit, apply, log.read_text(), moto_server["log"].read_text()],
+                      inventory / "reports") == []
+    print(f"site.yml --check on lab {INDEX}: audit {audit_seconds:.0f} s, apply {apply_seconds:.0f} s; "
+          f"moto rules {len(before[0])} before and after, instances unchanged {before[1]}")
+
+
+def test_site_apply_on_the_lab(aws_lab, ec2, ec2_api, credentials):
+    """After the --check runs above (audit's read-only run is the first of them): apply for real."""
     lab, inventory, cluster = aws_lab
     # A request without the token is refused, as EC2 refuses it.
     refused = lab.exec("node1", [sys.executable, "-c", "import urllib.request as u;"
@@ -74,17 +135,11 @@ def test_site_audit_then_apply_on_the_lab(aws_lab, ec2, moto_server, credentials
                        capture_output=True, text=True)
     assert "HTTP Error 401" in refused.stderr
     before = group_rules(ec2, cluster["group"])
-    rc, output, seconds = run_site(inventory, moto_server["url"], credentials, "audit")
-    assert rc == 0, output
-    assert group_rules(ec2, cluster["group"]) == before
-    # The inventory names no instance: these ids reached the controller from the nodes' IMDSv2.
-    assert "Read the instance identity from IMDSv2] ***" in output
-    for instance in cluster["instances"]:
-        assert f"instance {instance} is in no placement group" in output
-    assert f"security group {cluster['group']}: missing TCP 32768-60999 inbound from" in output
-    rc, output, seconds = run_site(inventory, moto_server["url"], credentials, "apply")
+    rc, output, seconds = run_site(inventory, ec2_api.url, credentials, "apply")
     assert rc == 0, output
     after = group_rules(ec2, cluster["group"])
     assert len(after["in"]) == len(before["in"]) + 3
-    print(f"site.yml audit+apply on lab {INDEX}: inbound rules {len(before['in'])} -> {len(after['in'])}, "
+    assert f"security group {cluster['group']}: missing TCP 32768-60999 inbound from" in output
+    assert secrets_in(credentials, [output], inventory / "reports") == []
+    print(f"site.yml apply on lab {INDEX}: inbound rules {len(before['in'])} -> {len(after['in'])}, "
           f"apply took {seconds:.0f} s")
