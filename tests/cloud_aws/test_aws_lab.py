@@ -1,133 +1,26 @@
-"""site.yml with ncclkit_cloud: aws on a 2-node lab (index 100) against moto on loopback:
---check in audit and apply first (nothing may change in moto), then audit and apply.
-
-Each node reads its instance id from an IMDSv2 stand-in on 169.254.169.254:80 that lives only
-in that node's network namespace (the address is added to the namespace's loopback); the
-machine's own namespace never gets the address and never sends to it.
-"""
+"""site.yml with ncclkit_cloud: aws on a 2-node lab (index 100) against moto on loopback: apply
+for real; the IMDSv2 stand-in refuses a request without a token."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 
-from .conftest import REGION, REPO_ROOT, aws_env, group_rules, make_cluster, rule_entries
+from .aws_lab import aws_lab_cluster, run_site, secrets_in
+from .conftest import group_rules
 
 pytestmark = pytest.mark.lab
 INDEX = 100
-STANDIN = Path(__file__).with_name("imds_standin.py")
 
 
 @pytest.fixture(scope="module")
 def aws_lab(tmp_path_factory, ec2):
-    if os.geteuid() != 0:
-        pytest.skip("the lab cluster needs root: run pytest as root")
-    from ncclkit.lab import Lab
-
-    lab = Lab(INDEX)
-    lab.down()
-    inventory = tmp_path_factory.mktemp("aws-lab") / "inventory"
-    (inventory / "group_vars").mkdir(parents=True)
-    lab.up(nodes=2, inventory_path=inventory / "hosts.yml")
-    cluster = make_cluster(ec2, "lab-cluster")
-    servers = []
-    try:
-        for node, instance in zip(lab.nodes(), cluster["instances"]):
-            subprocess.run(["ip", "netns", "exec", node.netns, "ip", "addr", "add", "169.254.169.254/32", "dev", "lo"],
-                           check=True)
-            server = subprocess.Popen(lab.command(node.name, [sys.executable, str(STANDIN), "169.254.169.254", "80",
-                                                              instance, REGION + "a"]),
-                                      stdout=subprocess.PIPE, text=True)
-            servers.append(server)
-            assert server.stdout.readline().strip() == "listening"
-        yield lab, inventory, cluster
-    finally:
-        for server in servers:
-            server.terminate()
-            server.wait(timeout=10)
-        lab.down()
-
-
-def run_site(inventory: Path, moto_url: str, credentials: dict, mode: str, *args: str,
-             extra: dict | None = None, log: Path | None = None) -> tuple[int, str, float]:
-    (inventory / "group_vars" / "all.yml").write_text(
-        f"ncclkit_cloud: aws\ncloud_aws_region: {REGION}\ncloud_aws_endpoint_url: {moto_url}\n"
-        f"cloud_aws_mode: {mode}\n")
-    env = {**aws_env(credentials), "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
-           "ANSIBLE_CALLBACK_RESULT_FORMAT": "json", "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0",
-           "PYTHONPATH": f"{REPO_ROOT / 'src'}:{REPO_ROOT / 'collections'}"}
-    if log:
-        env["ANSIBLE_LOG_PATH"] = str(log)
-    # The report folder goes next to the inventory, where the leak test reads it.
-    variables = {"ansible_python_interpreter": sys.executable,
-                 "ncclkit_report_parent": str(inventory / "reports"), **(extra or {})}
-    started = time.monotonic()
-    done = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "site.yml", "-i", str(inventory),
-                           "-e", json.dumps(variables), *args],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
-    return done.returncode, done.stdout + done.stderr, time.monotonic() - started
-
-
-def task_status(output: str, task: str) -> list[str]:
-    """The status words (ok, changed, skipping) of one task's result lines."""
-    block = output.split(f"{task}] ***", 1)[1].split("\nTASK [", 1)[0] if f"{task}] ***" in output else ""
-    return [line.split(":", 1)[0] for line in block.splitlines() if line.startswith(("ok:", "changed:", "skipping:"))]
-
-
-def moto_state(ec2, group: str) -> tuple:
-    """The group's rules and each instance's state and placement. (moto has no placement-group API:
-    a create call would fail the play, so rc 0 also says none was sent.)"""
-    instances = [(inst["InstanceId"], inst["State"]["Name"], inst["Placement"].get("GroupName", ""))
-                 for reservation in ec2.describe_instances()["Reservations"] for inst in reservation["Instances"]]
-    return rule_entries(group_rules(ec2, group)), sorted(instances)
-
-
-def secrets_in(credentials: dict, texts: list[str], folder: Path) -> list[str]:
-    """The planted credentials found in the texts or in any file under folder (should be none)."""
-    files = [path.read_text(errors="replace") for path in folder.rglob("*") if path.is_file()] if folder.exists() else []
-    return [name for name, value in credentials.items() if any(value in text for text in texts + files)]
-
-
-def test_site_check_in_audit_and_apply_changes_nothing(aws_lab, ec2, ec2_api, moto_server, credentials, tmp_path):
-    """--check on the fresh lab: audit names every gap, apply shows what it would add; moto unchanged."""
-    lab, inventory, cluster = aws_lab
-    group = cluster["group"]
-    before = moto_state(ec2, group)
-    rc, audit, audit_seconds = run_site(inventory, ec2_api.url, credentials, "audit", "--check")
-    assert rc == 0, audit[-6000:]
-    assert moto_state(ec2, group) == before
-    for text in ("TCP 32768-60999", "TCP 29500", "TCP 22"):
-        assert f"security group {group}: missing {text} inbound from {group} itself" in audit, audit[-6000:]
-    assert set(task_status(audit, "Add the missing security group rules")) == {"skipping"}
-    # The inventory names no instance: these ids reached the controller from the nodes' IMDSv2.
-    assert "Read the instance identity from IMDSv2] ***" in audit
-    for instance in cluster["instances"]:
-        assert f"instance {instance} is in no placement group" in audit
-
-    log = tmp_path / "check.log"
-    placement = {"cloud_aws_placement_group": "nccl-lab", "cloud_aws_create_placement_group": True}
-    rc, apply, apply_seconds = run_site(inventory, ec2_api.url, credentials, "apply", "--check", "-vvv",
-                                        extra=placement, log=log)
-    assert rc == 0, apply[-6000:]
-    assert moto_state(ec2, group) == before
-    # What apply would do: the rules and the placement group it would add, shown as changed.
-    assert set(task_status(apply, "Add the missing security group rules")) == {"changed"}, apply[-6000:]
-    assert set(task_status(apply, "Create the cluster placement group")) == {"changed"}
-    assert "aws ec2 create-placement-group --region us-east-1 --group-name nccl-lab --strategy cluster" in apply
-    assert secrets_in(credentials, [audit, apply, log.read_text(), moto_server["log"].read_text()],
-                      inventory / "reports") == []
-    print(f"site.yml --check on lab {INDEX}: audit {audit_seconds:.0f} s, apply {apply_seconds:.0f} s; "
-          f"moto rules {len(before[0])} before and after, instances unchanged {before[1]}")
+    yield from aws_lab_cluster(INDEX, tmp_path_factory, ec2)
 
 
 def test_site_apply_on_the_lab(aws_lab, ec2, ec2_api, credentials):
-    """After the --check runs above (audit's read-only run is the first of them): apply for real."""
+    """apply adds the three missing inbound rules; audit and --check run in test_aws_check_lab.py."""
     lab, inventory, cluster = aws_lab
     # A request without the token is refused, as EC2 refuses it.
     refused = lab.exec("node1", [sys.executable, "-c", "import urllib.request as u;"
