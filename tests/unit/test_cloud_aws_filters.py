@@ -43,3 +43,10 @@ def test_a_suppressed_module_exception_is_a_failure(filters):
                "failed_when_suppressed_exception": "(traceback unavailable)"}
     assert "stopped with an unexpected error" in line(crashed, "us-east-1", "read", "placement_groups")
     assert "ec2:CreatePlacementGroup" in line(crashed, "us-east-1", "apply")
+
+
+def test_check_modes_would_be_message_is_no_failure(filters):
+    """ec2_placement_group under --check answers changed with a msg and no placement_group."""
+    line = filters[0]["cloud_aws_error_line"]
+    would = {"changed": True, "failed": False, "msg": "EC2 placement group would be created if not in check mode"}
+    assert line(would, "us-east-1", "apply") == ""
