@@ -33,6 +33,9 @@ def test_site_apply_on_the_lab(aws_lab, ec2, ec2_api, credentials):
     after = group_rules(ec2, cluster["group"])
     assert len(after["in"]) == len(before["in"]) + 3
     assert f"security group {cluster['group']}: missing TCP 32768-60999 inbound from" in output
+    # nccl_validate wrote its report folder (it ran nothing without GPUs): no credential in it either.
+    reports = [path for path in (inventory / "reports").rglob("*") if path.is_file()]
+    assert reports, "no report folder was written"
     assert secrets_in(credentials, [output], inventory / "reports") == []
     print(f"site.yml apply on lab {INDEX}: inbound rules {len(before['in'])} -> {len(after['in'])}, "
-          f"apply took {seconds:.0f} s")
+          f"apply took {seconds:.0f} s; {len(reports)} report file(s) free of the planted credentials")
