@@ -85,8 +85,7 @@ def task_status(output: str, task: str) -> list[str]:
 
 
 def moto_state(ec2, group: str) -> tuple:
-    """The group's rules and each instance's state and placement. (moto has no placement-group API:
-    a create call would fail the play, so rc 0 also says none was sent.)"""
+    """The group's rules and each instance's state and placement, as moto holds them."""
     instances = [(inst["InstanceId"], inst["State"]["Name"], inst["Placement"].get("GroupName", ""))
                  for reservation in ec2.describe_instances()["Reservations"] for inst in reservation["Instances"]]
     return rule_entries(group_rules(ec2, group)), sorted(instances)

@@ -21,6 +21,7 @@ def test_site_check_in_audit_and_apply_changes_nothing(aws_lab, ec2, ec2_api, mo
     _lab, inventory, cluster = aws_lab
     group = cluster["group"]
     before = moto_state(ec2, group)
+    first_call = len(ec2_api.calls)     # the stand-in's record is shared by the session's tests
     rc, audit, audit_seconds = run_site(inventory, ec2_api.url, credentials, "audit", "--check")
     assert rc == 0, audit[-6000:]
     assert moto_state(ec2, group) == before
@@ -42,7 +43,11 @@ def test_site_check_in_audit_and_apply_changes_nothing(aws_lab, ec2, ec2_api, mo
     assert set(task_status(apply, "Add the missing security group rules")) == {"changed"}, apply[-6000:]
     assert set(task_status(apply, "Create the cluster placement group")) == {"changed"}
     assert "aws ec2 create-placement-group --region us-east-1 --group-name nccl-lab --strategy cluster" in apply
+    # Every request of both runs was a read: nothing written, created, stopped or moved.
+    sent = set(ec2_api.calls[first_call:])
+    assert sent and all(call.startswith("Describe") or call == "sts:GetCallerIdentity" for call in sent), sent
+    assert ec2_api.placement_groups == []
     assert secrets_in(credentials, [audit, apply, log.read_text(), moto_server["log"].read_text()],
                       inventory / "reports") == []
     print(f"site.yml --check on lab {INDEX}: audit {audit_seconds:.0f} s, apply {apply_seconds:.0f} s; "
-          f"moto rules {len(before[0])} before and after, instances unchanged {before[1]}")
+          f"moto rules {len(before[0])} before and after, instances unchanged {before[1]}; requests {sorted(sent)}")
