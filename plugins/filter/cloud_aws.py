@@ -23,10 +23,21 @@ def cloud_aws_error_line(result, region, step="read", expected=""):
     """The one line for a failed EC2 step; '' when it did not fail.
 
     The tasks register with failed_when false (their output is no_log), which clears `failed`:
-    a result fails when it carries a msg but not the key it should return."""
-    if result.get("skipped") or not result.get("msg") or (expected and expected in result):
+    a result fails when it carries a msg but neither the key it should return nor a change, or
+    when the module stopped with an exception (ansible-core then keeps only
+    failed_when_suppressed_exception, without a msg: an endpoint that answers something other
+    than EC2's XML, for example)."""
+    if result.get("skipped"):
         return ""
-    return error_line(result.get("msg", ""), region, READ_ACTIONS if step == "read" else APPLY_ACTIONS)
+    actions = READ_ACTIONS if step == "read" else APPLY_ACTIONS
+    if result.get("failed_when_suppressed_exception") or result.get("exception"):
+        return error_line(result.get("msg") or "the amazon.aws module stopped with an unexpected error (is "
+                          "cloud_aws_endpoint_url an EC2 endpoint? run the failed step without no_log to see it)",
+                          region, actions)
+    # A change with a msg is check mode's answer ("... would be created if not in check mode").
+    if not result.get("msg") or (expected and expected in result) or result.get("changed"):
+        return ""
+    return error_line(result.get("msg", ""), region, actions)
 
 
 class FilterModule:

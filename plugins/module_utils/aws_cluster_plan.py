@@ -7,6 +7,7 @@ role's filter calls them, unit tests feed them recorded shapes.
 
 from __future__ import annotations
 
+import ipaddress
 import shlex
 
 EFA_TYPES = ("efa", "efa-only")
@@ -47,26 +48,26 @@ def cluster_groups(instance):
 
 
 def required_rules(group_id, efa, port_range, master_port):
-    """Rules a group needs, as dicts: direction in/out, proto tcp/-1, ports, source group."""
+    """Rules a group needs, as dicts: direction in/out, proto tcp/-1, ports, source group, efa."""
     if efa:
         # EFA needs all traffic to and from the group itself, egress too, even beside 0.0.0.0/0.
         return [
-            {"direction": "in", "proto": "-1", "from_port": None, "to_port": None, "group_id": group_id},
-            {"direction": "out", "proto": "-1", "from_port": None, "to_port": None, "group_id": group_id},
+            {"direction": direction, "proto": "-1", "from_port": None, "to_port": None, "group_id": group_id,
+             "efa": True}
+            for direction in ("in", "out")
         ]
     low, high = (_port(value, "the NCCL port range") for value in port_range)
     if low > high:
         raise AwsPlanError(f"the NCCL port range {low}-{high} is reversed; give [lowest, highest]")
     rules = []
     for first, last in ((low, high), (master_port, master_port), (22, 22)):
-        rules.append({"direction": "in", "proto": "tcp", "from_port": first, "to_port": last, "group_id": group_id})
+        rules.append({"direction": "in", "proto": "tcp", "from_port": first, "to_port": last, "group_id": group_id,
+                      "efa": False})
     return rules
 
 
-def _covers(permission, rule):
-    """Whether one existing permission admits the rule (self-referencing rules only)."""
-    if rule["group_id"] not in {pair.get("group_id") for pair in permission.get("user_id_group_pairs") or []}:
-        return False
+def _ports_cover(permission, rule):
+    """Whether the permission's protocol and ports take in the rule's (-1 is every protocol and port)."""
     proto = str(permission.get("ip_protocol"))
     if proto == "-1":
         return True
@@ -75,10 +76,53 @@ def _covers(permission, rule):
     return permission.get("from_port", 0) <= rule["from_port"] and rule["to_port"] <= permission.get("to_port", -1)
 
 
-def missing_rules(group, rules):
-    """The rules that none of the group's existing permissions admit."""
+def _covers(permission, rule):
+    """Whether one existing permission admits the rule through a reference to its source group."""
+    pairs = {pair.get("group_id") for pair in permission.get("user_id_group_pairs") or []}
+    return rule["group_id"] in pairs and _ports_cover(permission, rule)
+
+
+def _cidr_covers(permissions, rule, addresses):
+    """Whether IPv4 CIDR rules on the rule's ports hold every address of the source group's members.
+
+    Not for EFA (its traffic is admitted only by the self-referencing rules) and not when a
+    member's address is unknown: a CIDR can only be shown to admit addresses we know."""
+    if rule["efa"] or not addresses:
+        return False
+    networks = []
+    for permission in permissions:
+        if _ports_cover(permission, rule):
+            for block in permission.get("ip_ranges") or []:
+                try:
+                    networks.append(ipaddress.ip_network(block.get("cidr_ip", ""), strict=False))
+                except ValueError:
+                    continue
+    return all(any(address in network for network in networks) for address in addresses)
+
+
+def missing_rules(group, rules, members=None):
+    """The rules that none of the group's existing permissions admit.
+
+    members: source group id -> the private addresses of the cluster instances in it (None where
+    one is unknown), so that CIDR rules holding all of them count for the non-EFA rules."""
     existing = {"in": group.get("ip_permissions") or [], "out": group.get("ip_permissions_egress") or []}
-    return [rule for rule in rules if not any(_covers(perm, rule) for perm in existing[rule["direction"]])]
+    members = members or {}
+    return [rule for rule in rules
+            if not any(_covers(perm, rule) for perm in existing[rule["direction"]])
+            and not _cidr_covers(existing[rule["direction"]], rule, members.get(rule["group_id"]))]
+
+
+def private_addresses(instance):
+    """Every private IPv4 address of the instance (primary and each interface's); None when none is known."""
+    found = [instance.get("private_ip_address")]
+    for nic in instance.get("network_interfaces") or []:
+        found.append(nic.get("private_ip_address"))
+        found += [entry.get("private_ip_address") for entry in nic.get("private_ip_addresses") or []]
+    try:
+        addresses = {ipaddress.ip_address(value) for value in found if value}
+    except ValueError:
+        return None
+    return sorted(addresses) or None
 
 
 def _rule_text(rule, gid):
@@ -168,6 +212,13 @@ def cluster_plan(instances, security_groups, wanted_ids, settings):
     # Instances in different groups: a group's self rule admits only its own members, so each
     # cluster group must admit every cluster group (itself first).
     sources = list(dict.fromkeys(gid for inst in instances for gid in cluster_groups(inst)))
+    # Each source group's members' addresses, for CIDR rules that already admit them.
+    members = {}
+    for inst in instances:
+        for gid in cluster_groups(inst):
+            addresses = private_addresses(inst)
+            known = members.get(gid, [])
+            members[gid] = None if addresses is None or known is None else known + addresses
     need = {}
     for inst in instances:
         efa = bool(efa_groups(inst))
@@ -181,7 +232,7 @@ def cluster_plan(instances, security_groups, wanted_ids, settings):
     for gid, rules in need.items():
         if gid not in by_id:
             raise AwsPlanError(f"security group {gid} not found; ec2:DescribeSecurityGroups must see it")
-        missing = missing_rules(by_id[gid], rules)
+        missing = missing_rules(by_id[gid], rules, members)
         for rule in missing:
             messages.append(f"security group {gid}: missing {_rule_text(rule, gid)}")
             commands.append(rule_command(region, gid, rule))

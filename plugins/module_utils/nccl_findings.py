@@ -272,7 +272,7 @@ RULES = (
     _rule("efa_missing", "info", "NET/OFI",
           r"NET/OFI (?:aws-ofi-nccl initialization failed|Could not find any optimal provider)",
           "the aws-ofi-nccl plugin found no usable libfabric provider, so NCCL cannot use EFA",
-          "on AWS: install the EFA software and aws-ofi-nccl, attach EFA interfaces, and set FI_PROVIDER=efa",
+          "on AWS: attach EFA interfaces and install the EFA software and aws-ofi-nccl (cloud_aws does both checks)",
           escalate="efa"),
     _rule("efa_missing", "info", "provider efa output empty list",
           r"provider efa output empty list",
@@ -486,9 +486,11 @@ def transport_findings(host: str, transports: Iterable[tuple], expected: str) ->
             return [_derived("socket_instead_of_efa", "error", host, origin,
                              f"NCCL uses {transport} although EFA was expected: the aws-ofi-nccl plugin is "
                              "missing or did not select the efa provider",
-                             "install the EFA software and aws-ofi-nccl, put its lib directory on "
-                             "LD_LIBRARY_PATH, set FI_PROVIDER=efa, and allow all traffic within the "
-                             "security group")]
+                             "install the EFA software and aws-ofi-nccl and point NCCL at the plugin "
+                             "(NCCL_NET_PLUGIN=/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so with NCCL 2.21 or "
+                             "later, else /opt/amazon/ofi-nccl/lib on LD_LIBRARY_PATH), and give the security "
+                             "group of every EFA interface all traffic inbound from itself and outbound to "
+                             "itself (cloud_aws_mode: apply adds both)")]
     return []
 
 

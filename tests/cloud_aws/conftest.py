@@ -81,6 +81,16 @@ def moto_server(credentials, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def ec2_api(moto_server):
+    """The endpoint the role is given: moto behind the model-checked stand-in, which answers the
+    placement-group calls moto does not implement and forwards everything else to moto."""
+    from .ec2_standin import Ec2StandIn
+
+    with Ec2StandIn(None, [], [], forward_to=moto_server["url"]) as api:
+        yield api
+
+
+@pytest.fixture(scope="session")
 def ec2(moto_server, credentials):
     import boto3
 
@@ -107,6 +117,20 @@ def make_cluster(ec2, name: str, count: int = 2) -> dict:
 def group_rules(ec2, group: str) -> dict:
     found = ec2.describe_security_groups(GroupIds=[group])["SecurityGroups"][0]
     return {"in": found["IpPermissions"], "out": found["IpPermissionsEgress"]}
+
+
+def rule_entries(rules: dict) -> list:
+    """One (direction, protocol, from, to, source) per rule: EC2 folds the rules of one protocol
+    and port range into one permission, so permissions are not rules."""
+    found = []
+    for direction, perms in rules.items():
+        for perm in perms:
+            key = (direction, perm["IpProtocol"], perm.get("FromPort"), perm.get("ToPort"))
+            found += [(*key, entry["CidrIp"]) for entry in perm.get("IpRanges", [])]
+            found += [(*key, entry["CidrIpv6"]) for entry in perm.get("Ipv6Ranges", [])]
+            found += [(*key, entry["GroupId"]) for entry in perm.get("UserIdGroupPairs", [])]
+            found += [(*key, entry["PrefixListId"]) for entry in perm.get("PrefixListIds", [])]
+    return sorted(found, key=str)
 
 
 @dataclass

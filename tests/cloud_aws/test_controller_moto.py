@@ -17,18 +17,18 @@ def self_rules(rules: dict, group: str) -> dict:
     return counts
 
 
-def test_apply_twice_adds_each_rule_once_and_keeps_the_users(ec2, moto_server, credentials, tmp_path):
+def test_apply_twice_adds_each_rule_once_and_keeps_the_users(ec2, ec2_api, moto_server, credentials, tmp_path):
     """The second run also goes with -vvv and a log file: no planted credential may appear."""
     cluster = make_cluster(ec2, "apply-twice")
     inventory = write_inventory(tmp_path / "hosts.yml", cluster["instances"])
     before = group_rules(ec2, cluster["group"])
     assert self_rules(before, cluster["group"]) == {}
 
-    first = run_role(inventory, moto_server["url"], credentials, extra={"cloud_aws_mode": "apply"})
+    first = run_role(inventory, ec2_api.url, credentials, extra={"cloud_aws_mode": "apply"})
     assert first.rc == 0, first.output
     assert first.changed() >= 1
     log = tmp_path / "ansible.log"
-    second = run_role(inventory, moto_server["url"], credentials, "-vvv", extra={"cloud_aws_mode": "apply"}, log=log)
+    second = run_role(inventory, ec2_api.url, credentials, "-vvv", extra={"cloud_aws_mode": "apply"}, log=log)
     assert second.rc == 0, second.output
     assert second.changed() == 0, second.output
     texts = [first.output, second.output, log.read_text(), moto_server["log"].read_text()]
@@ -49,11 +49,11 @@ def test_apply_twice_adds_each_rule_once_and_keeps_the_users(ec2, moto_server, c
           f"seconds {first.seconds:.1f}+{second.seconds:.1f}")
 
 
-def test_audit_changes_nothing_and_names_every_missing_rule(ec2, moto_server, credentials, tmp_path):
+def test_audit_changes_nothing_and_names_every_missing_rule(ec2, ec2_api, moto_server, credentials, tmp_path):
     cluster = make_cluster(ec2, "audit-fresh")
     inventory = write_inventory(tmp_path / "hosts.yml", cluster["instances"])
     before = group_rules(ec2, cluster["group"])
-    run = run_role(inventory, moto_server["url"], credentials, extra={"cloud_aws_port_range": [40000, 40100]})
+    run = run_role(inventory, ec2_api.url, credentials, extra={"cloud_aws_port_range": [40000, 40100]})
     assert run.rc == 0, run.output
     assert run.changed() == 0
     assert group_rules(ec2, cluster["group"]) == before
@@ -65,22 +65,32 @@ def test_audit_changes_nothing_and_names_every_missing_rule(ec2, moto_server, cr
         assert f"instance {instance} is in no placement group" in run.output
 
 
-def test_check_mode_shows_what_apply_would_add(ec2, moto_server, credentials, tmp_path):
+def test_check_mode_shows_what_apply_would_add(ec2, ec2_api, moto_server, credentials, tmp_path):
     cluster = make_cluster(ec2, "check-mode")
     inventory = write_inventory(tmp_path / "hosts.yml", cluster["instances"])
     before = group_rules(ec2, cluster["group"])
-    run = run_role(inventory, moto_server["url"], credentials, "--check", extra={"cloud_aws_mode": "apply"})
+    run = run_role(inventory, ec2_api.url, credentials, "--check", extra={"cloud_aws_mode": "apply"})
     assert run.rc == 0, run.output
     assert run.changed() == 1
     assert group_rules(ec2, cluster["group"]) == before
 
 
-def test_unknown_instance_and_no_credentials_say_the_fix(ec2, moto_server, credentials, tmp_path):
+def test_unknown_instance_and_no_credentials_say_the_fix(ec2, ec2_api, moto_server, credentials, tmp_path):
     inventory = write_inventory(tmp_path / "hosts.yml", ["i-0123456789abcdef0"])
-    run = run_role(inventory, moto_server["url"], credentials)
+    run = run_role(inventory, ec2_api.url, credentials)
     assert run.rc != 0
     assert "not in region us-east-1" in run.output or "not found in region us-east-1" in run.output, run.output
     empty = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": ""}
-    run = run_role(inventory, moto_server["url"], empty)
+    run = run_role(inventory, ec2_api.url, empty)
     assert run.rc != 0
     assert "no AWS credentials on the controller" in run.output, run.output
+
+
+def test_a_module_that_stops_with_an_exception_fails_the_play(ec2, moto_server, credentials, tmp_path):
+    """moto alone has no placement-group API: ec2_placement_group_info raises on its 500 answer,
+    and failed_when false keeps no msg of it; the play must stop, not read "no placement groups"."""
+    cluster = make_cluster(ec2, "no-placement-api", count=1)
+    run = run_role(write_inventory(tmp_path / "hosts.yml", cluster["instances"]), moto_server["url"], credentials)
+    assert run.rc != 0
+    assert "cloud_aws: the EC2 API failed in region us-east-1" in run.output, run.output[-3000:]
+    assert "stopped with an unexpected error" in run.output

@@ -67,7 +67,10 @@ def test_the_efa_profile_pins_the_plugin_and_leaves_the_rest_to_it():
 
 
 @pytest.mark.parametrize("sample,passed", [("log-nccl-1597-efa-libfabric.txt", True),
-                                           ("log-nccl-229-efa-fallback-tcp-ofi-rxm.txt", False)])
+                                           ("log-nccl-229-efa-fallback-tcp-ofi-rxm.txt", False),
+                                           # NCCL 2.28 without a plugin: "NET/Plugin: Could not find:
+                                           # libnccl-net.so", then "Using network Socket".
+                                           ("h200-2host-socket-nccl-debug-info.txt", False)])
 def test_validation_passes_efa_and_fails_another_provider(sample, passed):
     diagnosis = read_nccl_log((SAMPLES / sample).read_bytes(), expected_transport="efa")
     run = {"name": "multi", "hosts": ["a", "b"], "rc": 0, "expected_transport": "efa",
@@ -76,6 +79,9 @@ def test_validation_passes_efa_and_fails_another_provider(sample, passed):
     assert ok is passed, reasons
     if not passed:
         assert "NCCL did not use the expected transport (efa)" in reasons[0] and "EFA was expected" in reasons[0]
+        # The fix names the plugin path and both self rules of the security group.
+        assert "NCCL_NET_PLUGIN=/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so" in reasons[0], reasons
+        assert "inbound from itself and outbound to itself" in reasons[0]
 
 
 # -- the role on a lab node -----------------------------------------------------------------------

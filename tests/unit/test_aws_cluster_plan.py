@@ -113,3 +113,70 @@ def test_instances_in_different_groups_are_admitted_by_each_other():
             "instances)") in missing
     sources = {rule["group_id"] for entry in plan["groups"] if entry["group_id"] == "sg-2" for rule in entry["rules"]}
     assert sources == {"sg-1", "sg-2"}
+
+
+# -- CIDR rules that already admit the cluster (non-EFA only) -----------------------------------
+def addressed(iid, address, kind="interface", group_id="sg-1"):
+    """An instance with its private address where ec2_instance_info puts it (primary and per ENI)."""
+    found = instance(iid, group=group_id, kind=kind)
+    found["private_ip_address"] = address
+    found["network_interfaces"][0]["private_ip_addresses"] = [{"private_ip_address": address, "primary": True}]
+    return found
+
+
+def cidr(block, proto="tcp", low=None, high=None):
+    perm = {"ip_protocol": proto, "ip_ranges": [{"cidr_ip": block}], "user_id_group_pairs": []}
+    if proto != "-1":
+        perm.update(from_port=low, to_port=high)
+    return perm
+
+
+PAIR = [addressed("i-1", "10.0.1.21"), addressed("i-2", "10.0.1.22")]
+
+
+def test_a_vpc_cidr_for_all_traffic_admits_the_cluster():
+    plan = cluster_plan(PAIR, [group(ingress=[cidr("10.0.0.0/16", "-1")])], ["i-1", "i-2"], SETTINGS)
+    assert plan["missing_rules"] == [] and plan["groups"][0]["missing"] == 0
+
+
+def test_a_cidr_covers_only_the_ports_it_names():
+    # TCP 0-65535 from the VPC covers every port; 22 alone leaves NCCL's range and the rendezvous port.
+    wide = cluster_plan(PAIR, [group(ingress=[cidr("10.0.0.0/16", "tcp", 0, 65535)])], ["i-1", "i-2"], SETTINGS)
+    assert wide["missing_rules"] == []
+    ssh = cluster_plan(PAIR, [group(ingress=[cidr("10.0.0.0/16", "tcp", 22, 22)])], ["i-1", "i-2"], SETTINGS)
+    assert ssh["missing_rules"] == ["security group sg-1: missing TCP 32768-60999 inbound from sg-1 itself",
+                                    "security group sg-1: missing TCP 29500 inbound from sg-1 itself"]
+    udp = cluster_plan(PAIR, [group(ingress=[cidr("10.0.0.0/16", "udp", 0, 65535)])], ["i-1", "i-2"], SETTINGS)
+    assert len(udp["missing_rules"]) == 3
+
+
+def test_a_cidr_must_hold_every_instance_address():
+    narrow = cidr("10.0.1.16/30", "-1")          # .16-.19: neither instance
+    one = cidr("10.0.1.21/32", "-1")             # i-1 only
+    plan = cluster_plan(PAIR, [group(ingress=[narrow, one])], ["i-1", "i-2"], SETTINGS)
+    assert len(plan["missing_rules"]) == 3
+    both = cluster_plan(PAIR, [group(ingress=[one, cidr("10.0.1.22/32", "-1")])], ["i-1", "i-2"], SETTINGS)
+    assert both["missing_rules"] == []
+    # An instance whose address is unknown cannot be proven inside any CIDR.
+    unknown = [PAIR[0], instance("i-3")]
+    plan = cluster_plan(unknown, [group(ingress=[cidr("0.0.0.0/0", "-1")])], ["i-1", "i-3"], SETTINGS)
+    assert len(plan["missing_rules"]) == 3
+
+
+def test_efa_still_needs_the_self_rules_beside_a_vpc_cidr():
+    efa = [addressed("i-1", "10.0.1.21", kind="efa"), addressed("i-2", "10.0.1.22", kind="efa")]
+    plan = cluster_plan(efa, [group(ingress=[cidr("10.0.0.0/16", "-1")], egress=[cidr("10.0.0.0/16", "-1")])],
+                        ["i-1", "i-2"], SETTINGS)
+    assert plan["missing_rules"] == ["security group sg-1: missing all traffic inbound from sg-1 itself",
+                                     "security group sg-1: missing all traffic outbound to sg-1 itself"]
+
+
+def test_a_cidr_admits_the_other_groups_members_too():
+    two = [addressed("i-1", "10.0.1.21", group_id="sg-1"), addressed("i-2", "10.0.2.22", group_id="sg-2")]
+    plan = cluster_plan(two, [group("sg-1", ingress=[cidr("10.0.2.0/24", "-1")]), group("sg-2")],
+                        ["i-1", "i-2"], SETTINGS)
+    # sg-1 admits sg-2's member (10.0.2.22) by CIDR, but not its own (10.0.1.21).
+    assert [line for line in plan["missing_rules"] if line.startswith("security group sg-1")] == [
+        "security group sg-1: missing TCP 32768-60999 inbound from sg-1 itself",
+        "security group sg-1: missing TCP 29500 inbound from sg-1 itself",
+        "security group sg-1: missing TCP 22 inbound from sg-1 itself"]

@@ -34,3 +34,19 @@ def test_error_line_filter(filters):
     failed = {"failed": False, "msg": "Failed: An error occurred (UnauthorizedOperation) when calling"}
     assert "ec2:DescribeInstances" in line(failed, "us-east-1", "read", "instances")
     assert "ec2:AuthorizeSecurityGroupEgress" in line(failed, "us-east-1", "apply")
+
+
+def test_a_suppressed_module_exception_is_a_failure(filters):
+    """ansible-core 2.19 keeps no msg when failed_when hides a module's exception: still one line."""
+    line = filters[0]["cloud_aws_error_line"]
+    crashed = {"failed": False, "changed": False, "failed_when_result": False,
+               "failed_when_suppressed_exception": "(traceback unavailable)"}
+    assert "stopped with an unexpected error" in line(crashed, "us-east-1", "read", "placement_groups")
+    assert "ec2:CreatePlacementGroup" in line(crashed, "us-east-1", "apply")
+
+
+def test_check_modes_would_be_message_is_no_failure(filters):
+    """ec2_placement_group under --check answers changed with a msg and no placement_group."""
+    line = filters[0]["cloud_aws_error_line"]
+    would = {"changed": True, "failed": False, "msg": "EC2 placement group would be created if not in check mode"}
+    assert line(would, "us-east-1", "apply") == ""
