@@ -76,10 +76,13 @@ def run_verdict(run):
     reasons = []
     perf = run.get("perf")
     program = "the Gloo all-reduce" if run.get("name") == GLOO_RUN else "all_reduce_perf"
+    root = root_cause(run.get("diagnosis"))
     if timed_out(run):
-        reasons.append("{0}: {program} did not finish within {1} s and was stopped: it hung (across "
-                       "nodes usually NCCL or Gloo on the wrong NIC, or blocked ports; see the findings)"
-                       .format(title, run.get("timeout_s"), program=program))
+        reasons.append("{0}: {program} did not finish within {1} s and was stopped: {2}".format(
+            title, run.get("timeout_s"), root["cause"] if root else "it hung (across nodes usually NCCL or Gloo on "
+            "the wrong NIC, or blocked ports; see the findings)", program=program))
+    elif root:
+        reasons.append("{0}: {1}".format(title, root["cause"]))
     elif run.get("rc") == KILLED_RC:
         after = " after {0:.1f} s".format(run["duration_s"]) if isinstance(run.get("duration_s"), (int, float)) else ""
         reasons.append("{0}: {program} was killed by signal 9{1}, before the {2} s timeout: out of memory? "
@@ -106,8 +109,24 @@ def run_verdict(run):
     if not reasons and run.get("rc") not in (0, None):
         reasons.append("{0}: the benchmark printed a complete run but exited with rc {1}".format(title, run.get("rc")))
     if reasons:
-        reasons.extend("  " + line for line in diagnosis_lines(run.get("diagnosis")))
+        if root:
+            reasons.append("  fix: " + str(root.get("fix")))
+        reasons.extend("  " + line for line in diagnosis_lines(run.get("diagnosis"), skip=root))
     return not reasons, reasons
+
+
+# Findings that say what happened to the job as a whole: a dead rank, or where it hung.
+ROOT_CAUSE_CODES = ("rank_killed", "rank_failed", "hang_in_collective", "hang_in_rendezvous")
+
+
+def root_cause(diagnosis):
+    """The diagnosis' first finding when it names a dead rank or a hang (the engine orders the root
+    cause first), else None."""
+    findings = (diagnosis or {}).get("findings") or []
+    first = findings[0] if findings and isinstance(findings[0], dict) else None
+    if first and first.get("code") in ROOT_CAUSE_CODES and first.get("severity") == "error":
+        return first
+    return None
 
 
 def timed_out(run):
@@ -120,12 +139,14 @@ def timed_out(run):
             and duration >= limit)
 
 
-def diagnosis_lines(diagnosis):
-    """'host: cause -> fix' for each error finding of an nccl_diagnose result."""
+def diagnosis_lines(diagnosis, skip=None):
+    """'host: cause -> fix' for each error finding of an nccl_diagnose result that is a cause of its
+    own (those that follow from another are consequences, not causes)."""
     if not diagnosis:
         return []
     return ["{0}: {1} -> {2}".format(finding.get("host"), finding.get("cause"), finding.get("fix"))
-            for finding in diagnosis.get("findings", []) if finding.get("severity") == "error"]
+            for finding in diagnosis.get("findings", []) if finding.get("severity") == "error"
+            and finding is not skip and not finding.get("consequence_of")]
 
 
 def network_verdict(network):

@@ -9,7 +9,9 @@ Marked `lab` (root) and `slow`; the timings are recorded as test properties.
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
 import sys
 
 import pytest
@@ -247,7 +249,7 @@ def training(lab, converged):
     return lab
 
 
-def test_without_the_profile_training_hangs_in_gloo_connect(training, timings):
+def test_without_the_profile_training_hangs_in_gloo_connect(training, timings, tmp_path):
     """The wrong-NIC failure: torchrun's rendezvous (on the master's cluster address) works, then
     Gloo binds the address the hostname resolves to (eth0) and connects to the peer's eth0, where
     the lab drops node-to-node traffic. Stopped as soon as that is seen and has lasted a while."""
@@ -258,6 +260,18 @@ def test_without_the_profile_training_hangs_in_gloo_connect(training, timings):
     assert hang.pending_to and set(hang.pending_to) <= set(PUBLIC.values()), hang.describe()
     assert hang.started_ranks == {0, 1}, hang.describe()
     assert hang.ready_ranks == set() and not hang.finished, hang.describe()
+    # From the logs alone (no NCCL line: it never got that far), the diagnosis names the hang.
+    logs = []
+    for node, text in hang.outputs.items():
+        log = tmp_path / f"{node}.log"
+        log.write_text(text)
+        logs.append(str(log))
+    done = subprocess.run([sys.executable, "-m", "ncclkit.cli", "diagnose", "--json", *logs],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")})
+    assert done.returncode == 1, done.stderr
+    root = json.loads(done.stdout)["findings"][0]
+    assert root["code"] == "hang_in_rendezvous", done.stdout
+    assert "GLOO_SOCKET_IFNAME" in root["fix"] and "MASTER_ADDR" in root["fix"], root
 
 
 def test_with_the_profile_training_completes_and_the_ranks_agree(training, timings):

@@ -99,6 +99,10 @@ def test_a_stopped_rank_is_caught_by_the_timeout_with_its_evidence(lab, tmp_path
     assert run["timed_out"] and not run["passed"]
     assert any(f"rank=1 host=node2 pid={stopped} state=T (stopped)" in line for line in run["forensics"]), run["forensics"]
     assert "Gloo all-reduce across node1, node2: the Gloo all-reduce did not finish within 30 s" in said
+    # The evidence names it: both ranks joined, so the network worked, and rank 1 is stopped.
+    assert "hang in a collective" in run["reasons"][0], run["reasons"]
+    assert "suspect: rank 1 on node2: its process is stopped" in run["reasons"][0], run["reasons"]
+    assert run["diagnosis"]["findings"][0]["code"] == "hang_in_collective"
 
 
 def test_a_killed_rank_fails_the_run(lab, tmp_path):
@@ -110,3 +114,7 @@ def test_a_killed_rank_fails_the_run(lab, tmp_path):
     assert rc != 0
     run = gloo_run(report)
     assert not run["passed"] and not run["timed_out"] and run["rc"] not in (0, 124)
+    # torchrun on node2 reports its rank's death; rank 0's failure on node1 follows from it.
+    root = run["diagnosis"]["findings"][0]
+    assert (root["code"], root["rank"], root["host"]) == ("rank_killed", 1, "node2"), run["diagnosis"]
+    assert "killed by signal 9" in run["reasons"][0] and "rank 1" in run["reasons"][0], run["reasons"]

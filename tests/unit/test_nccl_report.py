@@ -387,3 +387,18 @@ def test_a_deep_raw_file_never_leaves_an_unredacted_staging_behind(tmp_path):
     final = nccl_report.write_report(str(tmp_path), "20261202T090419Z", report_of(run()), staging=staging)
     assert "AWS_SECRET" not in open(os.path.join(final, "raw", "node1", "single.json")).read()
     assert sorted(os.listdir(tmp_path)) == ["20261202T090419Z"]
+
+
+def test_a_hang_names_the_stopped_rank_from_the_evidence_taken_before_the_kill():
+    # The H200 recording of nccl_validate's multi-node run with rank 1 stopped (SIGSTOP) mid-run.
+    found = read_nccl_log_files([SAMPLES / "h200-validate-stuck-multi.txt",
+                                 SAMPLES / "h200-validate-stuck-multi.stderr.txt"])
+    hung = run(rc=124, duration_s=61.2, timeout_s=60, perf=None,
+               diagnosis={"findings": found["findings"], "hosts": found["hosts"]})
+    passed, reasons = nccl_report.run_verdict(hung)
+    assert not passed
+    assert reasons[0].startswith("multi-node across node1, node2: all_reduce_perf did not finish within 60 s and "
+                                 "was stopped: hang in a collective: every rank finished NCCL init")
+    assert "suspect: rank 1 on node1: its process is stopped" in reasons[0]
+    assert reasons[1].startswith("  fix: the network is not the cause")
+    assert not any("hang in a collective" in line for line in reasons[2:])
