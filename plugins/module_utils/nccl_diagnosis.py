@@ -236,7 +236,10 @@ def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) ->
     origin = origin or _first_origin(ras, dumps_verdict)
     suspect = f"rank {rank}" + (f" on {host}" if host else " (host not in the logs)") if rank is not None \
         else "no rank named"
-    cause = (f"hang in a collective: every rank finished NCCL init, so the network path worked; suspect: "
+    # Without NCCL's init lines (a Gloo job, NCCL_DEBUG unset) the evidence of the stuck rank speaks alone.
+    started = ("every rank finished NCCL init, so the network path worked" if job.init_done_hosts
+               else "the job was running and one rank stopped taking part")
+    cause = (f"hang in a collective: {started}; suspect: "
              f"{suspect}" + (": " + "; ".join(reasons) if reasons else
                              " (collect forensics while it hangs: process states, py-spy, NCCL RAS)")
              + timeout_text)
