@@ -53,10 +53,10 @@ def test_ncclkit_report_takes_the_report_json_too(tmp_path, capsys):
 
 def test_a_report_without_rows_is_a_clear_error(tmp_path, capsys):
     folder = write(tmp_path, None)
-    assert main(["report", folder]) == 1
+    assert main(["report", folder]) == 3
     assert "the report has no measured rows" in capsys.readouterr().err
     assert not (tmp_path / "20261202T090419Z" / "busbw.png").exists()
-    assert main(["report", str(tmp_path / "missing")]) == 1
+    assert main(["report", str(tmp_path / "missing")]) == 3
     assert "does not exist: pass a folder that nccl_validate wrote" in capsys.readouterr().err
 
 

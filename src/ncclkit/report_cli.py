@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ncclkit import exitcodes
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -20,13 +22,17 @@ def report_command(args: argparse.Namespace) -> int:
         written = write_plot(args.report_dir, args.output)
     except PlotError as error:
         print(f"ncclkit report: {error}", file=sys.stderr)
-        return 1
+        return error.code
     print(f"ncclkit report: wrote {written}")
-    return 0
+    return exitcodes.OK
 
 
 class PlotError(Exception):
-    """The plot could not be made; the message says why."""
+    """The plot could not be made; the message says why, `code` is the exit code."""
+
+    def __init__(self, message, code=exitcodes.BAD_INPUT):
+        super().__init__(message)
+        self.code = code
 
 
 def write_plot(report_dir, output=None):
@@ -39,8 +45,8 @@ def write_plot(report_dir, output=None):
 
         return plot_report(report_dir, output)
     except ImportError as error:
-        raise PlotError(f"matplotlib is missing ({error}): pip install 'ncclkit[plot]'") from None
+        raise PlotError(f"matplotlib is missing ({error}): pip install 'ncclkit[plot]'", exitcodes.PROBLEM) from None
     except errors as error:
         raise PlotError(str(error)) from None
     except OSError as error:
-        raise PlotError(f"cannot write the plot: {error}") from None
+        raise PlotError(f"cannot write the plot: {error}", exitcodes.PROBLEM) from None

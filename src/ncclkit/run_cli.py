@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ncclkit import exitcodes
 from ncclkit.paths import collection_root, site_playbook
 
 
@@ -29,13 +30,17 @@ def run_command(args: argparse.Namespace) -> int:
     if not inventory.exists():
         print(f"ncclkit run: inventory {inventory} does not exist "
               f"(for the lab: run 'ncclkit lab up' first)", file=sys.stderr)
-        return 2
+        return exitcodes.BAD_INPUT
     try:
         extravars = dict(_split_assignment(item) for item in args.extra_var)
     except ValueError as error:
         print(f"ncclkit run: {error}", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
     playbook = Path(args.playbook) if args.playbook else site_playbook(root)
+    if not playbook.is_file():
+        print(f"ncclkit run: playbook {playbook} does not exist: give a playbook file, or leave --playbook "
+              "out for site.yml", file=sys.stderr)
+        return exitcodes.BAD_INPUT
     printer = ProgressPrinter()
     result = run_playbook(playbook, inventory, project_dir=root, extravars=extravars,
                           check=args.check, tags=[t for t in args.tags.split(",") if t],
@@ -45,7 +50,14 @@ def run_command(args: argparse.Namespace) -> int:
     for report in printer.reports:
         plot_written_report(report)
     print(f"ncclkit run: {result.status} (rc {result.rc})")
-    return result.rc
+    return exit_code(result.rc)
+
+
+def exit_code(playbook_rc: int) -> int:
+    """ansible-playbook's code in the shared table: 4 (unreachable) stays, any other failure is 1."""
+    if playbook_rc == 0:
+        return exitcodes.OK
+    return exitcodes.UNREACHABLE if playbook_rc == 4 else exitcodes.PROBLEM
 
 
 def plot_written_report(report_dir: str) -> None:
