@@ -31,7 +31,8 @@ ONE_GPU = SAMPLES / "h200-1gpu-all_reduce_perf.txt"
 TWO_HOSTS = SAMPLES / "h200-2host-socket-defaults.txt"
 BAD_IFNAME = SAMPLES / "h200-2host-bad-socket-ifname.txt"
 
-DEBUG_INFO_HEAD = b"".join((SAMPLES / "h200-2host-socket-nccl-debug-info.txt").open("rb").readlines()[:16])
+# The sample's first 16 log lines (its first line names its source).
+DEBUG_INFO_HEAD = b"".join((SAMPLES / "h200-2host-socket-nccl-debug-info.txt").open("rb").readlines()[1:17])
 
 # Stand-in folders, the same on every node: file name -> content. Each mode is one play, with
 # failures of different kinds in its single-node and multi-node runs.
