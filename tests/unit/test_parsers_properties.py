@@ -108,3 +108,25 @@ def test_a_netlink_attribute_is_read_as_the_kernel_lays_it_out():
 def test_gloo_result_lines_of_any_text_give_gated_facts(lines, ranks):
     facts = gloo_perf(lines, ranks, 1.0)
     assert isinstance(facts["passed"], bool) and json.dumps(facts)
+
+
+INVENTORY_PIECES = ["cluster:\n", "  hosts:\n", "    node1:\n", "      ansible_host: 10.0.0.1\n", "[cluster]\n",
+                    "node2 ansible_port=22\n", "all:\n", "  children:\n", "    cluster:\n", ": ", "- ", "{", "[",
+                    "'", "\t", "\n", "node[1:3]\n", "ansible_port: abc\n"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.sampled_from(INVENTORY_PIECES), st.text(max_size=10)), max_size=25).map("".join),
+       st.sampled_from(["hosts.yml", "hosts.ini", "hosts"]))
+def test_any_inventory_gives_its_cluster_hosts_or_one_inventory_error(tmp_path_factory, text, name):
+    from ncclkit.check_cli import InventoryError, cluster_hosts
+
+    path = tmp_path_factory.mktemp("inv") / name
+    path.write_text(text)
+    try:
+        hosts = cluster_hosts(path)
+    except InventoryError as error:
+        assert str(error).startswith("inventory ") and "\n" not in str(error).strip()
+        return
+    assert hosts and all(isinstance(host, str) for host in hosts)
