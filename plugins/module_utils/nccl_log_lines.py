@@ -155,15 +155,17 @@ class StreamReader:
             pending = data[cut + 1:][:MAX_LINE * 4]
             if cut >= 0:
                 for text in self._decode(data[:cut]):
-                    number += 1
-                    if "\r" in text:
-                        yield from _pieces(number, text)
-                    else:
-                        yield parse_line(number, text[:MAX_LINE])
+                    # Bare carriage returns (progress bars) break lines as str.splitlines() does,
+                    # so that a file read in chunks numbers its lines as the same text in memory.
+                    for piece in (text.splitlines() or [""]) if "\r" in text else (text,):
+                        number += 1
+                        yield parse_line(number, piece[:MAX_LINE])
             chunk = self._read(_CHUNK)
         if pending:
             for text in self._decode(pending):
-                yield from _pieces(number + 1, text)
+                for piece in text.splitlines():
+                    number += 1
+                    yield parse_line(number, piece[:MAX_LINE])
         if self.bad:
             self.notes.append(f"{self.source}: not valid UTF-8; {self.bad} line(s) had undecodable bytes replaced "
                               "with U+FFFD")
@@ -184,14 +186,6 @@ class StreamReader:
         if "\x00" in text:
             text = text.replace("\x00", "")  # zero padding from a crash
         return text.split("\n")
-
-
-def _pieces(number: int, text: str):
-    # Progress bars rewrite their line with bare carriage returns; each part is a line of its own
-    # (as str.splitlines() reads them), numbered as the file's line.
-    for piece in text.split("\r"):
-        if piece:
-            yield parse_line(number, piece[:MAX_LINE])
 
 
 def split_lines(text: str):
