@@ -83,6 +83,9 @@ def test_a_gloo_run_that_hung_or_never_ran_fails_and_says_so():
     report = nccl_report.build_report({"hosts": {"node1": NO_GPU, "node2": NO_GPU}, "runs": [hung]})
     assert report["reasons"][0].startswith("Gloo all-reduce across node1, node2: the Gloo all-reduce did not "
                                            "finish within 300 s and was stopped: it hung")
+    killed = gloo_record(rc=1, perf=gloo_perf([], 2))
+    reasons = nccl_report.build_report({"hosts": {"node1": NO_GPU}, "runs": [killed]})["reasons"]
+    assert "0 of 2 rank(s) reported a result" in reasons[0] and "nccl-tests" not in reasons[0]
     missing = nccl_report.build_report({"hosts": {"node1": NO_GPU, "node2": NO_GPU}, "runs": [],
                                         "plan": {"gloo": True}})
     assert missing["verdict"] == "failed" and "Gloo all-reduce: planned but never run" in missing["reasons"][0]
