@@ -113,8 +113,10 @@ def test_a_killed_rank_fails_the_run(lab, tmp_path):
     rc, said, report = finish(play, tmp_path)
     assert rc != 0
     run = gloo_run(report)
-    assert not run["passed"] and not run["timed_out"] and run["rc"] not in (0, 124)
-    # torchrun on node2 reports its rank's death; rank 0's failure on node1 follows from it.
+    # Rank 0 usually fails at once on the closed connection; on a loaded machine it has also sat
+    # in the all-reduce until the timeout. Either way the death is the root cause.
+    assert not run["passed"] and run["rc"] != 0
+    # torchrun on node2 reports its rank's death; what rank 0 does after follows from it.
     root = run["diagnosis"]["findings"][0]
     assert (root["code"], root["rank"], root["host"]) == ("rank_killed", 1, "node2"), run["diagnosis"]
     assert "killed by signal 9" in run["reasons"][0] and "rank 1" in run["reasons"][0], run["reasons"]
