@@ -135,6 +135,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ncclkit.cluster.plugins.module_utils import firewall_backends as backends
 from ansible_collections.ncclkit.cluster.plugins.module_utils import safe_names
 from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_observe import observe
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host_files import write_atomically
 from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_rules import (
     OWN_NFT_TABLE,
     RuleError,
@@ -292,18 +293,9 @@ def _validate(module, command, actions):
                 module.fail_json(msg=f"nft rejects the rules ncclkit made, nothing was changed: {(err or out).strip()}")
 
 
-def _write(module, path, content):
-    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-    temp = f"{path}.ncclkit-tmp"
-    with open(temp, "w") as handle:
-        handle.write(content)
-    os.chmod(temp, 0o644)
-    module.atomic_move(temp, path)
-
-
 def _apply(module, command, action, stored):
     if "write" in action:
-        _write(module, action["write"], action["content"])
+        write_atomically(module, action["write"], action["content"])
     elif "remove" in action:
         if os.path.exists(action["remove"]):
             os.remove(action["remove"])
@@ -319,7 +311,7 @@ def _apply(module, command, action, stored):
                 if content is None and os.path.exists(path):
                     os.remove(path)
                 elif content is not None:
-                    _write(module, path, content)
+                    write_atomically(module, path, content)
             module.fail_json(msg=f"{' '.join(action['run'])} failed ({action['why']}): {(err or out).strip()}",
                              rc=rc)
 

@@ -82,6 +82,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ncclkit.cluster.plugins.module_utils import sysctl_precedence as precedence
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host_files import write_atomically
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_ports import PortError, parse_port_range
 
 KEY = "net.ipv4.ip_local_port_range"
@@ -124,7 +125,7 @@ def main():
         if _read(path) != content:
             result["changed"] = True
             if not module.check_mode:
-                _write(module, path, content)
+                write_atomically(module, path, content)
         if params["set_live"] and precedence.normal_value(_read(LIVE) or "") != value:
             result["changed"] = True
             if not module.check_mode:
@@ -159,15 +160,6 @@ def _read(path):
             return handle.read()
     except OSError:
         return None
-
-
-def _write(module, path, content):
-    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-    temp = f"{path}.ncclkit-tmp"
-    with open(temp, "w") as handle:
-        handle.write(content)
-    os.chmod(temp, 0o644)
-    module.atomic_move(temp, path)
 
 
 if __name__ == "__main__":

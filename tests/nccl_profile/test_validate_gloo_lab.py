@@ -88,14 +88,20 @@ def test_a_healthy_lab_passes_with_the_gloo_bandwidth_and_says_nccl_was_not_exer
                                   "raw/node2/gloo.stderr.txt", "raw/node2/gloo.txt"]
 
 
-def test_a_stopped_rank_is_caught_by_the_timeout_with_its_evidence(lab, tmp_path):
-    play = start(lab, tmp_path, nccl_validate_gloo_iters=1000000, nccl_validate_timeout_s=30)
-    stopped = rank_pid(1)
+def signalled_run(lab, tmp_path, sig: int, timeout_s: int) -> tuple[int, str, dict]:
+    """A Gloo run that would go on for hours, with `sig` sent to rank 1 (node2) once it has joined:
+    (its pid, the play's output, the run's record). The play fails."""
+    play = start(lab, tmp_path, nccl_validate_gloo_iters=1000000, nccl_validate_timeout_s=timeout_s)
+    pid = rank_pid(1)
     wait_until_ready(lab, "node2")
-    os.kill(stopped, signal.SIGSTOP)
+    os.kill(pid, sig)
     rc, said, report = finish(play, tmp_path)
     assert rc != 0
-    run = gloo_run(report)
+    return pid, said, gloo_run(report)
+
+
+def test_a_stopped_rank_is_caught_by_the_timeout_with_its_evidence(lab, tmp_path):
+    stopped, said, run = signalled_run(lab, tmp_path, signal.SIGSTOP, 30)
     assert run["timed_out"] and not run["passed"]
     assert any(f"rank=1 host=node2 pid={stopped} state=T (stopped)" in line for line in run["forensics"]), run["forensics"]
     assert "Gloo all-reduce across node1, node2: the Gloo all-reduce did not finish within 30 s" in said
@@ -106,13 +112,7 @@ def test_a_stopped_rank_is_caught_by_the_timeout_with_its_evidence(lab, tmp_path
 
 
 def test_a_killed_rank_fails_the_run(lab, tmp_path):
-    play = start(lab, tmp_path, nccl_validate_gloo_iters=1000000, nccl_validate_timeout_s=90)
-    killed = rank_pid(1)
-    wait_until_ready(lab, "node2")
-    os.kill(killed, signal.SIGKILL)
-    rc, said, report = finish(play, tmp_path)
-    assert rc != 0
-    run = gloo_run(report)
+    _, _, run = signalled_run(lab, tmp_path, signal.SIGKILL, 90)
     # Rank 0 usually fails at once on the closed connection; on a loaded machine it has also sat
     # in the all-reduce until the timeout. Either way the death is the root cause.
     assert not run["passed"] and run["rc"] != 0
