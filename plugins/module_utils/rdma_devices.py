@@ -1,15 +1,44 @@
 """Which RDMA ports (InfiniBand, RoCE, Alibaba eRDMA) NCCL's IB transport can use on a host.
 
-The nccl_profile role lists /sys/class/infiniband/<device>/ports/<port> as lines of
-`device|port|state|link_layer|driver` (the script is `_nccl_profile_rdma_script` in
-roles/nccl_profile/vars/main.yml) and passes them here.
+nccl_preflight lists /sys/class/infiniband/<device>/ports/<port> as lines of
+`device|port|state|link_layer|driver` (read_port_lines, the nccl_preflight_rdma_ports fact);
+the other functions read those lines.
 """
 
 from __future__ import annotations
 
+import glob
+import os
+
 # AWS EFA shows up as an RDMA device but NCCL reaches it only through the aws-ofi-nccl plugin
 # (NCCL_NET), never through its IB transport: it must not turn NCCL_IB_DISABLE off.
 PLUGIN_ONLY_DRIVERS = ("efa",)
+
+
+def _first_line(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.readline().strip()
+    except OSError:
+        return ""
+
+
+def read_port_lines(sysfs: str = "/sys") -> list:
+    """Every RDMA port the kernel lists, as `device|port|state|link_layer|driver` lines.
+
+    The driver is the name of the device's bound PCI driver (efa, erdma, mlx5_core, ...): device
+    names alone do not tell eRDMA's compat mode (rocep*) from RoCE."""
+    lines = []
+    for port in sorted(glob.glob(os.path.join(sysfs, "class", "infiniband", "*", "ports", "*"))):
+        if not os.path.isdir(port):
+            continue
+        device = os.path.dirname(os.path.dirname(port))
+        link = os.path.join(device, "device", "driver")
+        driver = os.path.basename(os.path.realpath(link)) if os.path.exists(link) else ""
+        lines.append("|".join((os.path.basename(device), os.path.basename(port),
+                               _first_line(os.path.join(port, "state")),
+                               _first_line(os.path.join(port, "link_layer")), driver)))
+    return lines
 
 
 def rdma_ports(lines) -> list:

@@ -7,15 +7,15 @@ DOCUMENTATION = r"""
 module: nccl_check
 short_description: Predict whether multi-node torch/NCCL training starts on the cluster, reading only
 description:
-  - Three steps, each one task. V(gather) on every host reads what the rendezvous depends on
+  - Two steps, each one task. V(gather) on every host reads what the rendezvous depends on
     (what the host name resolves to, the socket interface variables of every start path the
     nccl_profile role writes, the profile's MASTER_ADDR, /dev/shm, C(ulimit -l), the kernel log's
     Xid and ECC lines, nvidia_peermem, C(nvidia-smi topo -m), torch's version).
   - V(probe) on every host pings the address each peer's host name resolves to and opens a TCP
     connection to the rendezvous (MASTER_ADDR:port), with short timeouts, through the
     reachability prober of nccl_reachability.
-  - V(judge), once, turns every host's view into findings (code, severity, cause, fix, evidence;
-    docs/check.md lists the codes) and one verdict line per host.
+  - The filter P(ncclkit.cluster.nccl_check_judge#filter) then turns every host's view into
+    findings, once, on the controller.
   - Changes nothing on the hosts.
 version_added: 0.2.0
 author: ncclkit maintainers
@@ -23,7 +23,7 @@ options:
   step:
     description: Which step to run.
     type: str
-    choices: [gather, probe, judge]
+    choices: [gather, probe]
     required: true
   hostname:
     description: V(gather) - the host name to resolve; empty takes the host's own (gethostname).
@@ -46,14 +46,7 @@ options:
     type: dict
     default: {}
   master:
-    description: V(probe) and V(judge) - the rendezvous, C(addr), C(port) and C(source).
-    type: dict
-    default: {}
-  hosts:
-    description:
-      - V(judge) - every host in play order to its view, C(gather)'s result plus C(cluster_ip),
-        C(cluster_ifname), C(gpu_count), C(transport), C(nccl_version), C(driver_version) and
-        C(probes) (V(probe)'s result).
+    description: V(probe) - the rendezvous, C(addr), C(port) and C(source).
     type: dict
     default: {}
   timeout:
@@ -84,19 +77,12 @@ probes:
     C(master) (the TCP connection's outcome, null on the master itself).
   returned: step is probe
   type: dict
-check:
-  description: V(judge) - C(ready), C(verdicts) (host -> line), C(findings) (most severe first) and C(master).
-  returned: step is judge
-  type: dict
 """
 
 import socket
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.check_findings import (
-    judge,
-)
 from ansible_collections.ncclkit.cluster.plugins.module_utils.check_host import gather
 from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_probe import (
     Check,
@@ -130,14 +116,13 @@ def probe(source: str, targets: dict, master: dict, timeout: float) -> dict:
 def main():
     module = AnsibleModule(
         argument_spec={
-            "step": {"type": "str", "choices": ["gather", "probe", "judge"], "required": True},
+            "step": {"type": "str", "choices": ["gather", "probe"], "required": True},
             "hostname": {"type": "str", "default": ""},
             "python": {"type": "str", "default": ""},
             "gpu_count": {"type": "int", "default": 0},
             "source": {"type": "str", "default": ""},
             "targets": {"type": "dict", "default": {}},
             "master": {"type": "dict", "default": {}},
-            "hosts": {"type": "dict", "default": {}},
             "timeout": {"type": "float", "default": 1.0},
         },
         supports_check_mode=True,
@@ -146,12 +131,8 @@ def main():
     if params["step"] == "gather":
         view = gather(params["hostname"] or socket.gethostname(), params["python"], params["gpu_count"] > 0)
         module.exit_json(changed=False, view=view)
-    if params["step"] == "probe":
-        module.exit_json(changed=False, probes=probe(params["source"], params["targets"], params["master"],
-                                                     params["timeout"]))
-    if not params["hosts"]:
-        module.fail_json(msg="nccl_check judge: hosts is empty: run the gather and probe steps on every host first")
-    module.exit_json(changed=False, check=judge(params["hosts"], params["master"]))
+    module.exit_json(changed=False, probes=probe(params["source"], params["targets"], params["master"],
+                                                 params["timeout"]))
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ def check_command(args: argparse.Namespace) -> int:
 
 
 class CheckCollector:
-    """Keeps the judge step's result and which hosts could not be reached."""
+    """Keeps the judge step's result (the ncclkit_check fact) and which hosts could not be reached."""
 
     def __init__(self):
         self.check = None
@@ -84,8 +84,8 @@ class CheckCollector:
         data = event.get("event_data", {})
         if event.get("event") == "runner_on_unreachable":
             self.unreachable[data.get("host")] = str(data.get("res", {}).get("msg", "")).strip()
-        elif event.get("event") == "runner_on_ok" and str(data.get("task_action", "")).endswith("nccl_check"):
-            check = data.get("res", {}).get("check")
+        elif event.get("event") == "runner_on_ok" and str(data.get("task_action", "")).endswith("set_fact"):
+            check = (data.get("res", {}).get("ansible_facts") or {}).get("ncclkit_check")
             if check:
                 self.check = check
 

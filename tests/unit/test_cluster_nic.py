@@ -1,13 +1,13 @@
-import json
+"""Cluster NIC choice (module_utils.cluster_nic) and the filter that runs it on the controller."""
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
+from ansible.errors import AnsibleFilterError
 
+from ansible_collections.ncclkit.cluster.plugins.filter.cluster_nic import cluster_nic
 from ansible_collections.ncclkit.cluster.plugins.module_utils.cluster_nic import (
     ClusterNicError,
     choose_cluster_nic,
 )
-from ansible_collections.ncclkit.cluster.plugins.modules import nccl_cluster_nic
 
 
 def nic(name, *addresses, default_route=False, up=True):
@@ -78,21 +78,14 @@ def test_a_single_host_takes_its_default_route_nic():
     assert choose_cluster_nic("node1", {"node1": CLUSTER["node1"]})["ifname"] == "eth0"
 
 
-def _run_module(capsys, args):
-    with patch_module_args(args), pytest.raises(SystemExit) as exit_info:
-        nccl_cluster_nic.main()
-    return exit_info.value.code, json.loads(capsys.readouterr().out)
+def test_the_filter_returns_the_choice():
+    chosen = cluster_nic(CLUSTER, "node3")
+    assert (chosen["ifname"], chosen["address"], chosen["network"]) == ("eth1", "198.19.0.13", "198.19.0.0/24")
+    assert cluster_nic(CLUSTER, "node1", ifname="docker0")["address"] == "172.17.0.1"
 
 
-def test_module_returns_the_facts(capsys):
-    code, result = _run_module(capsys, {"host": "node3", "nics_by_host": CLUSTER, "_ansible_check_mode": True})
-    assert code == 0 and result["changed"] is False
-    assert result["ansible_facts"] == {"ncclkit_cluster_ifname": "eth1", "ncclkit_cluster_ip": "198.19.0.13",
-                                       "ncclkit_cluster_network": "198.19.0.0/24"}
-
-
-def test_module_fails_with_the_reason(capsys):
-    code, result = _run_module(capsys, {"host": "node1", "nics_by_host": CLUSTER, "ifname": "ib0"})
-    assert code == 1 and result["failed"] and "no interface ib0" in result["msg"]
-    code, result = _run_module(capsys, {"host": "node9", "nics_by_host": CLUSTER})
-    assert code == 1 and "run nccl_preflight on every host" in result["msg"]
+def test_the_filter_fails_with_the_reason():
+    with pytest.raises(AnsibleFilterError, match="no interface ib0"):
+        cluster_nic(CLUSTER, "node1", ifname="ib0")
+    with pytest.raises(AnsibleFilterError, match="run nccl_preflight on every host"):
+        cluster_nic(CLUSTER, "node9")

@@ -9,7 +9,7 @@ import struct
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.ncclkit.cluster.plugins.filter.host_inventory import nvidia_smi_gpus
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nvidia_smi import parse_gpus as nvidia_smi_gpus
 from ansible_collections.ncclkit.cluster.plugins.module_utils import check_host, firewall_evidence, linux_nics
 from ansible_collections.ncclkit.cluster.plugins.module_utils.container_facts import parse_network_turbo
 from ansible_collections.ncclkit.cluster.plugins.module_utils.efa_host import efa_devices, fi_info_version

@@ -1,0 +1,111 @@
+#!/usr/bin/python
+"""Read, in one module run, everything nccl_preflight records about a host."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nccl_host_survey
+short_description: Read a GPU host's NICs, GPUs, RDMA ports and container limits in one run
+description:
+  - One module run per host instead of one per question - each module run costs a Python start
+    and an SSH round trip on the host, which is what made the preflight of a large cluster slow.
+  - Reads the NICs over rtnetlink (as M(ncclkit.cluster.nccl_nics)), the GPUs from
+    C(nvidia-smi --query-gpu), the RDMA ports under C(/sys/class/infiniband) and the container's
+    limits (as M(ncclkit.cluster.nccl_container), sized for the GPUs found).
+  - Only reads; it changes nothing on the host.
+version_added: 0.3.0
+author: ncclkit maintainers
+options:
+  nvidia_smi:
+    description: The nvidia-smi command name or path.
+    type: str
+    default: nvidia-smi
+  data_dir_candidates:
+    description: Folders that are a data disk when they exist (see M(ncclkit.cluster.nccl_container)).
+    type: list
+    elements: path
+    default: [/root/autodl-tmp]
+  network_turbo_path:
+    description: A shell snippet exporting the download proxy (AutoDL's academic proxy).
+    type: path
+    default: /etc/network_turbo
+  sysfs:
+    description: Where sysfs is mounted (tests point it at a fake tree).
+    type: path
+    default: /sys
+attributes:
+  check_mode:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Read what nccl_preflight records about the host
+  ncclkit.cluster.nccl_host_survey:
+    nvidia_smi: /usr/bin/nvidia-smi
+  register: __nccl_preflight_survey
+"""
+
+RETURN = r"""
+nics:
+  description: The NICs, as M(ncclkit.cluster.nccl_nics) returns them.
+  returned: success
+  type: list
+  elements: dict
+gpus:
+  description: One entry per GPU, C(index), C(name), C(compute_cap), C(driver_version), C(memory_total_mib), C(pci_bus_id).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{index: 0, name: NVIDIA H200, compute_cap: "9.0", driver_version: "580.95.05", memory_total_mib: 143771,
+            pci_bus_id: "00000000:18:00.0"}]
+gpu_absent_reason:
+  description: Why no GPU was listed (nvidia-smi missing or failing); empty when GPUs were found.
+  returned: success
+  type: str
+  sample: nvidia-smi not found
+rdma_ports:
+  description: One C(device|port|state|link_layer|driver) line per RDMA port.
+  returned: success
+  type: list
+  elements: str
+  sample: ["mlx5_0|1|4: ACTIVE|InfiniBand|mlx5_core"]
+container:
+  description: What the host lets the roles change, as M(ncclkit.cluster.nccl_container)'s C(ncclkit_container).
+  returned: success
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ncclkit.cluster.plugins.module_utils.container_facts import container_facts
+from ansible_collections.ncclkit.cluster.plugins.module_utils.linux_nics import NicReadError, read_nics
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nvidia_smi import read_gpus
+from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import read_port_lines
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
+            "data_dir_candidates": {"type": "list", "elements": "path", "default": ["/root/autodl-tmp"]},
+            "network_turbo_path": {"type": "path", "default": "/etc/network_turbo"},
+            "sysfs": {"type": "path", "default": "/sys"},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    try:
+        nics = read_nics()
+    except NicReadError as error:
+        module.fail_json(msg=f"{error}; is this a Linux host?")
+    try:
+        gpus, absent_reason = read_gpus(params["nvidia_smi"])
+    except ValueError as error:
+        module.fail_json(msg=f"{error}: check the driver with `{params['nvidia_smi']}` on this host")
+    container = container_facts(gpu_count=len(gpus), data_dir_candidates=params["data_dir_candidates"],
+                                network_turbo_path=params["network_turbo_path"])
+    module.exit_json(changed=False, nics=nics, gpus=gpus, gpu_absent_reason=absent_reason,
+                     rdma_ports=read_port_lines(params["sysfs"]), container=container)
+
+
+if __name__ == "__main__":
+    main()
