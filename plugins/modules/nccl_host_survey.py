@@ -5,13 +5,18 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: nccl_host_survey
-short_description: Read a GPU host's NICs, GPUs, RDMA ports and container limits in one run
+short_description: Read everything nccl_preflight records about a GPU host in one run
 description:
   - One module run per host instead of one per question - each module run costs a Python start
     and an SSH round trip on the host, which is what made the preflight of a large cluster slow.
   - Reads the NICs over rtnetlink (as M(ncclkit.cluster.nccl_nics)), the GPUs from
-    C(nvidia-smi --query-gpu), the RDMA ports under C(/sys/class/infiniband) and the container's
-    limits (as M(ncclkit.cluster.nccl_container), sized for the GPUs found).
+    C(nvidia-smi --query-gpu), the RDMA ports under C(/sys/class/infiniband), the container's
+    limits (as M(ncclkit.cluster.nccl_container), sized for the GPUs found), the CUDA toolkit,
+    NCCL and MPI (as M(ncclkit.cluster.nccl_toolchain)) and, with O(check), what the rendezvous
+    depends on (as M(ncclkit.cluster.nccl_check) V(gather), asking the NCCL's Python for torch).
+  - Sets the facts C(nccl_preflight_nics), C(nccl_preflight_gpus), C(nccl_preflight_gpu_absent_reason),
+    C(nccl_preflight_rdma_ports), C(ncclkit_container), C(ncclkit_gpu_capabilities), C(ncclkit_cuda),
+    C(ncclkit_nccl) and C(ncclkit_mpi) (docs/facts.md).
   - Only reads; it changes nothing on the host.
 version_added: 0.3.0
 author: ncclkit maintainers
@@ -33,6 +38,18 @@ options:
     description: Where sysfs is mounted (tests point it at a fake tree).
     type: path
     default: /sys
+  toolchain:
+    description: Where to look for the CUDA toolkit, NCCL and MPI - the options of M(ncclkit.cluster.nccl_toolchain) but its GPU ones.
+    type: dict
+    default: {}
+  check:
+    description: Also read what the rendezvous depends on (C(check_view)), for C(ncclkit check).
+    type: bool
+    default: false
+  hostname:
+    description: With O(check), the host name to resolve; empty takes the host's own (gethostname).
+    type: str
+    default: ""
 attributes:
   check_mode:
     support: full
@@ -46,40 +63,60 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-nics:
-  description: The NICs, as M(ncclkit.cluster.nccl_nics) returns them.
+ansible_facts:
+  description: What nccl_preflight records about the host.
   returned: success
-  type: list
-  elements: dict
-gpus:
-  description: One entry per GPU, C(index), C(name), C(compute_cap), C(driver_version), C(memory_total_mib), C(pci_bus_id).
-  returned: success
-  type: list
-  elements: dict
-  sample: [{index: 0, name: NVIDIA H200, compute_cap: "9.0", driver_version: "580.95.05", memory_total_mib: 143771,
-            pci_bus_id: "00000000:18:00.0"}]
-gpu_absent_reason:
-  description: Why no GPU was listed (nvidia-smi missing or failing); empty when GPUs were found.
-  returned: success
-  type: str
-  sample: nvidia-smi not found
-rdma_ports:
-  description: One C(device|port|state|link_layer|driver) line per RDMA port.
-  returned: success
-  type: list
-  elements: str
-  sample: ["mlx5_0|1|4: ACTIVE|InfiniBand|mlx5_core"]
-container:
-  description: What the host lets the roles change, as M(ncclkit.cluster.nccl_container)'s C(ncclkit_container).
-  returned: success
+  type: dict
+  contains:
+    nccl_preflight_nics:
+      description: The NICs, as M(ncclkit.cluster.nccl_nics) returns them.
+      type: list
+      elements: dict
+    nccl_preflight_gpus:
+      description: One entry per GPU, C(index), C(name), C(compute_cap), C(driver_version), C(memory_total_mib), C(pci_bus_id).
+      type: list
+      elements: dict
+      sample: [{index: 0, name: NVIDIA H200, compute_cap: "9.0", driver_version: "580.95.05", memory_total_mib: 143771,
+                pci_bus_id: "00000000:18:00.0"}]
+    nccl_preflight_gpu_absent_reason:
+      description: Why no GPU was listed (nvidia-smi missing or failing); empty when GPUs were found.
+      type: str
+      sample: nvidia-smi not found
+    nccl_preflight_rdma_ports:
+      description: One C(device|port|state|link_layer|driver) line per RDMA port.
+      type: list
+      elements: str
+      sample: ["mlx5_0|1|4: ACTIVE|InfiniBand|mlx5_core"]
+    ncclkit_container:
+      description: What the host lets the roles change, as M(ncclkit.cluster.nccl_container) sets it.
+      type: dict
+    ncclkit_gpu_capabilities:
+      description: The GPUs' compute capabilities, as M(ncclkit.cluster.nccl_toolchain) returns them.
+      type: dict
+    ncclkit_cuda:
+      description: The CUDA toolkit, as M(ncclkit.cluster.nccl_toolchain) returns it.
+      type: dict
+    ncclkit_nccl:
+      description: The NCCL found, as M(ncclkit.cluster.nccl_toolchain) returns it.
+      type: dict
+    ncclkit_mpi:
+      description: The MPI found, as M(ncclkit.cluster.nccl_toolchain) returns it.
+      type: dict
+check_view:
+  description: With O(check), what the rendezvous depends on, as M(ncclkit.cluster.nccl_check) V(gather) returns it.
+  returned: check is true
   type: dict
 """
 
+import socket
+
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ncclkit.cluster.plugins.module_utils.check_host import gather
 from ansible_collections.ncclkit.cluster.plugins.module_utils.container_facts import container_facts
 from ansible_collections.ncclkit.cluster.plugins.module_utils.linux_nics import NicReadError, read_nics
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nvidia_smi import read_gpus
 from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import read_port_lines
+from ansible_collections.ncclkit.cluster.plugins.module_utils.toolchain import SEARCH_OPTIONS, detect_toolchain
 
 
 def main():
@@ -89,6 +126,9 @@ def main():
             "data_dir_candidates": {"type": "list", "elements": "path", "default": ["/root/autodl-tmp"]},
             "network_turbo_path": {"type": "path", "default": "/etc/network_turbo"},
             "sysfs": {"type": "path", "default": "/sys"},
+            "toolchain": {"type": "dict", "default": {}, "options": SEARCH_OPTIONS},
+            "check": {"type": "bool", "default": False},
+            "hostname": {"type": "str", "default": ""},
         },
         supports_check_mode=True,
     )
@@ -101,10 +141,21 @@ def main():
         gpus, absent_reason = read_gpus(params["nvidia_smi"])
     except ValueError as error:
         module.fail_json(msg=f"{error}: check the driver with `{params['nvidia_smi']}` on this host")
-    container = container_facts(gpu_count=len(gpus), data_dir_candidates=params["data_dir_candidates"],
-                                network_turbo_path=params["network_turbo_path"])
-    module.exit_json(changed=False, nics=nics, gpus=gpus, gpu_absent_reason=absent_reason,
-                     rdma_ports=read_port_lines(params["sysfs"]), container=container)
+    facts = {
+        "nccl_preflight_nics": nics,
+        "nccl_preflight_gpus": gpus,
+        "nccl_preflight_gpu_absent_reason": absent_reason,
+        "nccl_preflight_rdma_ports": read_port_lines(params["sysfs"]),
+        "ncclkit_container": container_facts(gpu_count=len(gpus), data_dir_candidates=params["data_dir_candidates"],
+                                             network_turbo_path=params["network_turbo_path"]),
+    }
+    facts.update(detect_toolchain(dict(params["toolchain"] or {}, gpus=gpus, gpu_absent_reason=absent_reason,
+                                       nvidia_smi=params["nvidia_smi"])))
+    result = {"changed": False, "ansible_facts": facts}
+    if params["check"]:
+        result["check_view"] = gather(params["hostname"] or socket.gethostname(), facts["ncclkit_nccl"]["python"],
+                                      bool(gpus))
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":
