@@ -44,6 +44,19 @@ DEFAULTS = {
 }
 NCCL_SOURCES = ("auto", "torch", "system", "path")
 
+# The argument spec of the options that say where to look (all but the GPU ones): nccl_toolchain
+# takes them, and nccl_host_survey takes them as its `toolchain` suboptions.
+SEARCH_OPTIONS = {
+    "cuda_home": {"type": "str", "default": DEFAULTS["cuda_home"]},
+    "nccl_source": {"type": "str", "default": DEFAULTS["nccl_source"], "choices": list(NCCL_SOURCES)},
+    "nccl_home": {"type": "str", "default": DEFAULTS["nccl_home"]},
+    "torch_python": {"type": "str", "default": DEFAULTS["torch_python"]},
+    "torch_python_candidates": {"type": "list", "elements": "str", "default": DEFAULTS["torch_python_candidates"]},
+    "mpi_home": {"type": "str", "default": DEFAULTS["mpi_home"]},
+    "mpicc": {"type": "str", "default": DEFAULTS["mpicc"]},
+    "mpi_candidates": {"type": "list", "elements": "str", "default": DEFAULTS["mpi_candidates"]},
+}
+
 # Where a CUDA toolkit is looked for after $CUDA_HOME and PATH (globs expanded, in order).
 CUDA_NVCC_FALLBACKS = ["/usr/local/cuda/bin/nvcc", "/usr/local/cuda-*/bin/nvcc", "/usr/bin/nvcc"]
 # The system's NCCL (libnccl-dev): the header folders, then the library folders.

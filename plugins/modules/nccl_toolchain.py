@@ -257,7 +257,7 @@ ncclkit_mpi:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ncclkit.cluster.plugins.module_utils.toolchain import (
     DEFAULTS,
-    NCCL_SOURCES,
+    SEARCH_OPTIONS,
     detect_toolchain,
 )
 
@@ -268,15 +268,7 @@ def main():
             "gpus": {"type": "list", "elements": "dict"},
             "gpu_absent_reason": {"type": "str", "default": DEFAULTS["gpu_absent_reason"]},
             "nvidia_smi": {"type": "str", "default": DEFAULTS["nvidia_smi"]},
-            "cuda_home": {"type": "str", "default": DEFAULTS["cuda_home"]},
-            "nccl_source": {"type": "str", "default": DEFAULTS["nccl_source"], "choices": list(NCCL_SOURCES)},
-            "nccl_home": {"type": "str", "default": DEFAULTS["nccl_home"]},
-            "torch_python": {"type": "str", "default": DEFAULTS["torch_python"]},
-            "torch_python_candidates": {"type": "list", "elements": "str",
-                                        "default": DEFAULTS["torch_python_candidates"]},
-            "mpi_home": {"type": "str", "default": DEFAULTS["mpi_home"]},
-            "mpicc": {"type": "str", "default": DEFAULTS["mpicc"]},
-            "mpi_candidates": {"type": "list", "elements": "str", "default": DEFAULTS["mpi_candidates"]},
+            **SEARCH_OPTIONS,
         },
         supports_check_mode=True,
     )
