@@ -14,7 +14,7 @@ Pure Python 3.8+ standard library.
 from __future__ import annotations
 
 from .nccl_report_chart import busbw_svg
-from .nccl_report_html import render_html
+from .nccl_report_html import reachability_rows, render_html
 from .nccl_report_markdown import render_markdown
 from .nccl_report_redaction import redact_json_text
 from .nccl_report_storage import (
@@ -58,7 +58,7 @@ __all__ = [
     "GLOO_RUN", "KILLED_RC", "NCCL_NOT_EXERCISED", "PARTIAL_SUFFIX", "PLOT_PNG", "RAW_DIR", "REPORT_HTML",
     "REPORT_JSON", "REPORT_MD", "REPORT_VERSION", "ROOT_CAUSE_CODES", "STALE_STAGING_S", "TIMEOUT_RC",
     "TRANSPORT_FALLBACK_CODES", "NcclReportError", "bandwidth_lines", "bandwidth_series", "build_report",
-    "busbw_svg", "diagnosis_lines", "human_size", "load_report", "network_verdict", "redact_json_text",
+    "busbw_svg", "diagnosis_lines", "human_size", "load_report", "network_verdict", "reachability_rows", "redact_json_text",
     "redact_raw_file", "redact_raw_json", "remove_stale_staging", "render_html", "render_markdown",
     "report_folder", "root_cause", "run_title", "run_verdict", "stage", "summary_line", "timed_out",
     "unrecorded_runs", "write_report",

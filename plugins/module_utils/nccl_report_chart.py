@@ -14,7 +14,7 @@ from .nccl_report_values import bandwidth_lines, human_size, number
 
 # Colour-blind-safe (Okabe-Ito), in the order the runs come.
 PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#f0e442")
-WIDTH, PLOT_HEIGHT = 760, 300
+WIDTH, PLOT_HEIGHT = 960, 320
 LEFT, RIGHT, TOP, BOTTOM = 64, 24, 16, 44
 LEGEND_ROW = 18
 
@@ -30,12 +30,17 @@ def run_gates(report):
     return gates
 
 
+def one_rank_runs(report):
+    """The titles of runs with one rank: their busbw is 0 by definition, the legend says so."""
+    return {run.get("title") for run in report.get("runs") or [] if (run.get("perf") or {}).get("ranks") == 1}
+
+
 def busbw_svg(report):
     """The chart as an <svg> element (a string), or '' when no run measured any bandwidth."""
     lines = bandwidth_lines(report)
     if not lines:
         return ""
-    gates = run_gates(report)
+    gates, one_rank = run_gates(report), one_rank_runs(report)
     low = min(math.log2(size) for line in lines for size in line["sizes"])
     high = max(math.log2(size) for line in lines for size in line["sizes"])
     if high - low < 1:  # one size: give the point room on both sides
@@ -85,7 +90,8 @@ def busbw_svg(report):
             parts.append('<circle cx="{0:.1f}" cy="{1:.1f}" r="2.5" fill="{2}"><title>{3}: {4} GB/s at {5}'
                          '</title></circle>'.format(x, y, colour, escape(line["label"]), escape(number(value)),
                                                     escape(human_size(size))))
-        parts.append(_legend_entry(row, colour, line["label"], dashed=False))
+        parts.append(_legend_entry(row, colour, line["label"] + (" (1 rank: busbw is 0 by definition)"
+                                                                 if line["label"] in one_rank else ""), dashed=False))
         row += LEGEND_ROW
         if line["label"] in gates:
             y = y_of(gates[line["label"]])
