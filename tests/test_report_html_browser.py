@@ -38,7 +38,7 @@ def recorded_h200_data():
     return report, {"hosts": report["hosts"], "runs": runs, "settings": report["settings"]}
 
 
-def h200_gated():
+def h200_gated(_tmp_path):
     """The H200 runs, the multi-node one gated again from its raw output through the nccl_perf code."""
     report, data = recorded_h200_data()
     multi = next(run for run in data["runs"] if run["name"] == "multi")
@@ -47,7 +47,7 @@ def h200_gated():
     return nccl_report.build_report(data, created=report["created"])
 
 
-def h200_bad_ifname():
+def h200_bad_ifname(_tmp_path):
     """The same hosts, the multi-node run the one recorded with NCCL_SOCKET_IFNAME naming no NIC."""
     report, data = recorded_h200_data()
     log = SAMPLES / "h200-2host-bad-socket-ifname.txt"
@@ -63,9 +63,11 @@ def h200_bad_ifname():
     return nccl_report.build_report(data, created=report["created"])
 
 
-def lab_site_yml():
-    """What site.yml wrote on a 2-node lab (network facts, firewall, the Gloo run)."""
-    return nccl_report.load_report(str(SAMPLES / "lab-site-2node-report.json"))
+def lab_site_yml(tmp_path):
+    """What site.yml wrote on a 2-node lab (network facts, firewall, the Gloo run), read back as
+    `ncclkit report` reads a report folder."""
+    shutil.copy(SAMPLES / "lab-site-2node-report.json", tmp_path / "report.json")
+    return nccl_report.load_report(str(tmp_path))
 
 
 CASES = {"h200-gated": h200_gated, "h200-bad-ifname": h200_bad_ifname, "lab-site": lab_site_yml}
@@ -84,8 +86,9 @@ def browser():
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_report_html_renders_in_chromium(browser, tmp_path, case):
-    report = CASES[case]()
-    folder = nccl_report.write_report(str(tmp_path), "20261202T191011Z", report)
+    (tmp_path / "recorded").mkdir()
+    report = CASES[case](tmp_path / "recorded")
+    folder = nccl_report.write_report(str(tmp_path / "reports"), "20261202T191011Z", report)
     page_path = Path(folder) / "report.html"
     assert page_path.is_file() and oct(page_path.stat().st_mode & 0o777) == "0o600"
 

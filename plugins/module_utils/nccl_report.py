@@ -55,11 +55,11 @@ from .nccl_report_verdict import (
 )
 
 __all__ = [
-    "GLOO_RUN", "KILLED_RC", "NCCL_NOT_EXERCISED", "PARTIAL_SUFFIX", "PLOT_PNG", "RAW_DIR", "REPORT_HTML",
-    "REPORT_JSON", "REPORT_MD", "REPORT_VERSION", "ROOT_CAUSE_CODES", "STALE_STAGING_S", "TIMEOUT_RC",
-    "TRANSPORT_FALLBACK_CODES", "NcclReportError", "bandwidth_lines", "bandwidth_series", "build_report",
-    "busbw_svg", "diagnosis_lines", "human_size", "load_report", "network_verdict", "reachability_rows", "redact_json_text",
-    "redact_raw_file", "redact_raw_json", "remove_stale_staging", "render_html", "render_markdown",
-    "report_folder", "root_cause", "run_title", "run_verdict", "stage", "summary_line", "timed_out",
-    "unrecorded_runs", "write_report",
+    "GLOO_RUN", "KILLED_RC", "NCCL_NOT_EXERCISED", "NcclReportError", "PARTIAL_SUFFIX", "PLOT_PNG", "RAW_DIR",
+    "REPORT_HTML", "REPORT_JSON", "REPORT_MD", "REPORT_VERSION", "ROOT_CAUSE_CODES", "STALE_STAGING_S",
+    "TIMEOUT_RC", "TRANSPORT_FALLBACK_CODES", "bandwidth_lines", "bandwidth_series", "build_report",
+    "busbw_svg", "diagnosis_lines", "human_size", "load_report", "network_verdict", "reachability_rows",
+    "redact_json_text", "redact_raw_file", "redact_raw_json", "remove_stale_staging", "render_html",
+    "render_markdown", "report_folder", "root_cause", "run_title", "run_verdict", "stage", "summary_line",
+    "timed_out", "unrecorded_runs", "write_report",
 ]

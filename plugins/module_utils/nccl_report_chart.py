@@ -30,6 +30,11 @@ def run_gates(report):
     return gates
 
 
+def line_colours(report):
+    """{run title: colour} of the runs the chart draws, so that a run's section can show its colour."""
+    return {line["label"]: PALETTE[index % len(PALETTE)] for index, line in enumerate(bandwidth_lines(report))}
+
+
 def one_rank_runs(report):
     """The titles of runs with one rank: their busbw is 0 by definition, the legend says so."""
     return {run.get("title") for run in report.get("runs") or [] if (run.get("perf") or {}).get("ranks") == 1}

@@ -13,7 +13,7 @@ import base64
 import json
 from html import escape
 
-from .nccl_report_chart import PALETTE, busbw_svg
+from .nccl_report_chart import busbw_svg, line_colours
 from .nccl_report_values import human_size, number
 from .nccl_report_verdict import GLOO_RUN, summary_line, timed_out, verdict_text
 
@@ -103,8 +103,9 @@ def render_html(report):
     chart = busbw_svg(report)
     if chart:
         body += ['<section id="busbw"><h2>Bus bandwidth against message size</h2>', chart, "</section>"]
+    colours = line_colours(report)
     for index, run in enumerate(report.get("runs") or []):
-        body += _run_section(run, index)
+        body += _run_section(run, index, colours.get(run.get("title")))
     if report.get("autotune"):
         body += ['<section id="autotune"><h2>Autotune</h2>', _value_html(report["autotune"]), "</section>"]
     if report.get("settings"):
@@ -237,7 +238,10 @@ def _matrix_section(rows, network):
         return []
     hosts = sorted({row["source"] for row in rows} | {row["target"] for row in rows})
     by_pair = {(row["source"], row["target"]): row for row in rows}
-    out = ['<section id="reachability"><h2>Reachability (from row to column)</h2>', '<table class="matrix">',
+    summary = next((facts.get("summary") for _host, facts in sorted(network.items())
+                    if isinstance(facts, dict) and facts.get("summary")), "")
+    out = ['<section id="reachability"><h2>Reachability (from row to column)</h2>',
+           "<p>{0}</p>".format(_e(summary)) if summary else "", '<table class="matrix">',
            "<tr><th>from \\ to</th>" + "".join("<th>{0}</th>".format(_e(host)) for host in hosts) + "</tr>"]
     for source in hosts:
         cells = []
@@ -311,10 +315,11 @@ def _links_section(rows, link_bandwidth):
 # -- runs ----------------------------------------------------------------------------------
 
 
-def _run_section(run, index):
-    colour = PALETTE[index % len(PALETTE)]
-    out = ['<section class="run" id="run-{0}"><h2><span style="color:{1}">&#9632;</span> {2} {3}</h2>'.format(
-        index, colour, _e(run.get("title")), _badge(run.get("passed"), "PASSED", "FAILED"))]
+def _run_section(run, index, colour):
+    """A run: its colour in the chart (when drawn there), command, facts, gates, findings, rows."""
+    swatch = '<span style="color:{0}" title="its line in the chart">&#9632;</span> '.format(colour) if colour else ""
+    out = ['<section class="run" id="run-{0}"><h2>{1}{2} {3}</h2>'.format(
+        index, swatch, _e(run.get("title")), _badge(run.get("passed"), "PASSED", "FAILED"))]
     if run.get("command"):
         out.append("<p>Command: <code>{0}</code></p>".format(_e(" ".join(str(arg) for arg in run["command"]))))
     out.append("<p>{0}</p>".format(_e("; ".join(_run_facts(run)))))
