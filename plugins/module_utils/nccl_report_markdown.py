@@ -7,6 +7,7 @@ import json
 from .nccl_report_values import human_size, number
 from .nccl_report_verdict import GLOO_RUN, NCCL_NOT_EXERCISED, summary_line, timed_out, verdict_text
 
+
 def render_markdown(report):
     lines = ["# ncclkit validation report: {0}".format(report["verdict"].upper()), "",
              "Created {0} (UTC). {1}.".format(report["created"], summary_line(report)), ""]
@@ -109,7 +110,6 @@ def _network_section(network):
         lines += ["  - " + _md(text) for text in texts if text not in seen]
         seen.update(texts)
     return lines + [""]
-
 
 
 def _md(text):

@@ -35,6 +35,7 @@ STALE_STAGING_S = 24 * 3600
 # .<UTC timestamp>[-N].partial (others are not ours to remove).
 _STAGING_NAME = re.compile(r"^\.\d{8}T\d{6}Z(-\d+)?(\.[a-z0-9_]{8})?\.partial$")
 
+
 # -- writing -------------------------------------------------------------------------------
 
 
@@ -181,7 +182,6 @@ def _fsync_dir(folder):
         os.close(descriptor)
 
 
-
 # -- redaction of the raw outputs ----------------------------------------------------------
 
 
@@ -200,7 +200,6 @@ def redact_raw_json(raw_dir):
         for file_name in files:
             if file_name.endswith(".json"):
                 redact_raw_file(os.path.join(folder, file_name))
-
 
 
 # -- reading -------------------------------------------------------------------------------

@@ -26,7 +26,6 @@ class NcclReportError(ValueError):
     """A report cannot be built, written or read; the message names the cause and the fix."""
 
 
-
 # nccl_diagnose's findings for a run that fell back from IB/eRDMA/EFA to sockets (or another provider).
 TRANSPORT_FALLBACK_CODES = ("socket_instead_of_ib", "socket_instead_of_efa")
 
@@ -180,7 +179,7 @@ def build_report(data, created=None):
     passed = not reasons
     # Nothing failed because nothing ran: that is no pass (`passed` stays true so the play goes on).
     verdict = "failed" if not passed else "passed" if runs else "skipped"
-    return {
+    report = {
         "report_version": REPORT_VERSION,
         "created": created,
         "passed": passed,
@@ -195,6 +194,9 @@ def build_report(data, created=None):
                         if lines},
         "settings": data.get("settings") or {},
     }
+    # Measurements a play may add (iperf3 per link, the autotune grid): carried as given, shown by report.html.
+    report.update({key: data[key] for key in OPTIONAL_DATA if data.get(key)})
+    return report
 
 
 def unrecorded_runs(plan, runs, missing, skipped=()):
@@ -216,7 +218,9 @@ def unrecorded_runs(plan, runs, missing, skipped=()):
 # What each key of the data must be, and what it holds.
 _DATA_TYPES = {"hosts": (dict, dict), "runs": (list, dict), "network": (dict, dict), "notes": (list, str),
                "adaptations": (dict, list),
-               "settings": (dict, None), "plan": (dict, None)}
+               "settings": (dict, None), "plan": (dict, None),
+               "link_bandwidth": (list, dict), "autotune": (dict, None)}
+OPTIONAL_DATA = ("link_bandwidth", "autotune")
 
 
 def _check_data(data):
