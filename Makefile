@@ -12,8 +12,9 @@ DEMO_NODES ?= 2
 # firewall on this host: they are installed with services kept from starting (policy-rc.d), ufw
 # stays disabled (its default), and firewalld is disabled where systemd would start it at boot.
 FIREWALL_PACKAGES := iptables ufw firewalld
+# chromium: the browser test of report.html (Playwright drives this system browser, never a download).
 APT_PACKAGES := python3-venv openssh-server openssh-client nftables iproute2 iputils-ping \
-	iperf3 netcat-openbsd util-linux procps git make openmpi-bin $(FIREWALL_PACKAGES)
+	iperf3 netcat-openbsd util-linux procps git make openmpi-bin chromium $(FIREWALL_PACKAGES)
 APT_STAMP := $(VENV)/.apt-installed
 PIP_STAMP := $(VENV)/.pip-installed
 

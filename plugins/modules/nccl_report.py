@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Write the nccl_validate report (report.md, report.json, raw outputs) atomically on the controller."""
+"""Write the nccl_validate report (report.md, report.json, report.html, raw outputs) atomically on the controller."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ short_description: Write the nccl_validate report folder atomically
 description:
   - Builds the verdict of an nccl_validate run from its benchmark runs (the nccl_perf facts,
     exit codes, timeouts, nccl_diagnose findings) and the hosts' facts, and writes
-    C(report.json) and C(report.md) into O(parent)/O(name)/ beside the C(raw/) outputs.
+    C(report.json), C(report.md) and C(report.html) (one self-contained page, nothing fetched)
+    into O(parent)/O(name)/ beside the C(raw/) outputs.
   - The folder is built in a staging folder of its own, O(parent)/.O(name).<random>.partial/ (two
     runs in the same second never share one), and renamed into place in one step, so a report
     folder is always complete; a failed write leaves nothing behind. Folders are 0700 and files
@@ -63,7 +64,8 @@ options:
   data:
     description:
       - What the role collected, for V(written) - C(hosts) (host -> record), C(runs) (run
-        records), C(network) (host -> C(ncclkit_network)), C(settings) and C(notes).
+        records), C(network) (host -> C(ncclkit_network)), C(settings) and C(notes); C(link_bandwidth)
+        (a list of dicts) and C(autotune) (a dict) are carried into the report as given.
     type: dict
     default: {}
 attributes:

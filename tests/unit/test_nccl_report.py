@@ -202,7 +202,7 @@ def test_write_is_atomic_and_never_overwrites(tmp_path):
         stream.write("output")
     final = nccl_report.write_report(str(tmp_path), "20261202T090419Z", report, staging=staging)
     assert final == str(tmp_path / "20261202T090419Z") and not os.path.exists(staging)
-    assert sorted(os.listdir(final)) == ["raw", "report.json", "report.md"]
+    assert sorted(os.listdir(final)) == ["raw", "report.html", "report.json", "report.md"]
     assert nccl_report.load_report(final) == json.loads(json.dumps(report))
     again = nccl_report.write_report(str(tmp_path), "20261202T090419Z", report)
     assert again == str(tmp_path / "20261202T090419Z-2")

@@ -1,0 +1,116 @@
+"""report.md: the report dict (nccl_report_verdict.build_report) as Markdown, the reasons first."""
+
+from __future__ import annotations
+
+import json
+
+from .nccl_report_values import human_size, number
+from .nccl_report_verdict import GLOO_RUN, NCCL_NOT_EXERCISED, summary_line, timed_out, verdict_text
+
+
+def render_markdown(report):
+    lines = ["# ncclkit validation report: {0}".format(report["verdict"].upper()), "",
+             "Created {0} (UTC). {1}.".format(report["created"], summary_line(report)), ""]
+    if report["reasons"]:
+        lines += ["## Why it failed", ""] + ["- " + _md(line.strip()) if not line.startswith("  ")
+                                           else "  - " + _md(line.strip()) for line in report["reasons"]] + [""]
+    if report["notes"]:
+        lines += ["## Notes", ""] + ["- " + _md(note) for note in report["notes"]] + [""]
+    if report.get("adaptations"):
+        lines += ["## Adapted to the hosts", ""] + ["- {0}: {1}".format(_md(host), _md(line))
+                                                    for host, host_lines in report["adaptations"].items()
+                                                    for line in host_lines] + [""]
+    lines += _hosts_section(report["hosts"])
+    for run in report["runs"]:
+        lines += _run_section(run)
+    if report["network"]:
+        lines += _network_section(report["network"])
+    if report["settings"]:
+        lines += ["## Settings", "", "```json", json.dumps(report["settings"], indent=2, sort_keys=True), "```", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _hosts_section(hosts):
+    lines = ["## Hosts", "", "| host | GPUs | nccl-tests | GPU checks |", "|---|---|---|---|"]
+    for host, record in sorted(hosts.items()):
+        if not record:
+            lines.append("| {0} | ? | ? | no data (failed or unreachable) |".format(_md(host)))
+            continue
+        tests = record.get("nccl_tests") or {}
+        if record.get("bin_dir_given"):
+            version = "given: " + str(record.get("bin_dir"))
+        else:
+            version = tests.get("version") or ("available" if tests.get("available") else "not available")
+        gpus = record.get("gpus") or 0
+        names = ", ".join(sorted(set(record.get("gpu_names") or [])))
+        check = "run" if gpus else "skipped: " + (record.get("skip_reason") or "no GPU")
+        lines.append("| {0} | {1}{2} | {3} | {4} |".format(
+            _md(host), gpus, " ({0})".format(_md(names)) if names else "", _md(str(version)), _md(check)))
+    return lines + [""]
+
+
+def _run_section(run):
+    lines = ["## {0}: {1}".format(run["title"], "PASSED" if run["passed"] else "FAILED"), ""]
+    if run.get("command"):
+        lines += ["Command: `{0}`".format(" ".join(str(arg) for arg in run["command"])), ""]
+    facts = ["rc {0}".format(run.get("rc"))]
+    if run.get("duration_s") is not None:
+        facts.append("{0:.1f} s".format(run["duration_s"]))
+    if timed_out(run):
+        facts.append("stopped after the {0} s timeout".format(run.get("timeout_s")))
+    perf = run.get("perf")
+    if perf and perf.get("backend") == GLOO_RUN:
+        facts += ["ranks {0} on {1}".format(perf.get("ranks"), ", ".join(perf.get("hosts") or []) or "?"),
+                  "torch {0}".format(perf.get("torch_version") or "?"), NCCL_NOT_EXERCISED]
+        if perf.get("peak_busbw_gbps") is not None:
+            facts.append("busbw {0} GB/s at {1} (slowest rank; {2} s per all-reduce)".format(
+                number(perf["peak_busbw_gbps"]), human_size(perf.get("bytes")), number(perf.get("seconds"))))
+    elif perf:
+        facts += ["ranks {0} on {1}".format(perf.get("ranks"), ", ".join(perf.get("hosts") or []) or "?"),
+                  "NCCL {0}".format(perf.get("nccl_version") or "?"),
+                  "nccl-tests {0}".format(perf.get("nccl_tests_version") or "?")]
+        if perf.get("ranks") == 1:
+            facts.append("busbw is 0 by definition with one rank")
+        elif perf.get("peak_busbw_gbps") is not None:
+            facts.append("peak busbw {0} GB/s at {1}".format(number(perf["peak_busbw_gbps"]),
+                                                              human_size(perf.get("peak_busbw_size_bytes"))))
+    lines += ["- " + "; ".join(facts)]
+    lines += ["- " + _md(line.strip()) for line in run["reasons"][1:] if line.startswith("  ")]
+    lines.append("")
+    if perf and perf.get("gates"):
+        lines += ["| gate | limit | measured | verdict |", "|---|---|---|---|"]
+        lines += ["| {0} | {1} | {2} | {3} |".format(
+            gate["name"], number(gate.get("limit")), number(gate.get("measured")),
+            "pass" if gate.get("passed") else "FAIL: " + _md(gate["message"])) for gate in perf["gates"]]
+        lines.append("")
+    rows = (perf or {}).get("rows") or []
+    if rows:
+        lines += ["| size | time (us) | algbw (GB/s) | busbw (GB/s) | in-place busbw | #wrong |",
+                  "|---:|---:|---:|---:|---:|---:|"]
+        for row in rows:
+            out, inp = row.get("out_of_place") or {}, row.get("in_place") or {}
+            lines.append("| {0} | {1} | {2} | {3} | {4} | {5} |".format(
+                human_size(row.get("size_bytes")), number(out.get("time_us")), number(out.get("algbw_gbps")),
+                number(out.get("busbw_gbps")), number(inp.get("busbw_gbps")), number(out.get("wrong"))))
+        lines.append("")
+    if run.get("raw"):
+        lines += ["Raw files: " + ", ".join("[{0}]({0})".format(path) for path in run["raw"]), ""]
+    return lines
+
+
+def _network_section(network):
+    lines, seen = ["## Network (nccl_network)", ""], set()
+    for host, facts in sorted(network.items()):
+        state = {True: "passed", False: "FAILED"}.get(facts.get("passed"), "no verdict")
+        details = ["{0} {1}".format(label, facts[key]) for key, label in (
+            ("port_range", "ports"), ("master_port", "master port"), ("firewall", "firewall"))
+            if facts.get(key) not in (None, "", [])]
+        lines.append("- {0}: {1}".format(_md(host), "; ".join([state] + details)))
+        texts = [verdict_text(verdict) for verdict in facts.get("verdicts") or []]
+        lines += ["  - " + _md(text) for text in texts if text not in seen]
+        seen.update(texts)
+    return lines + [""]
+
+
+def _md(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
