@@ -21,6 +21,7 @@ import re
 import sys
 
 from .nccl_tests_lines import COUNT, NCCL_VERSION, TEST_FAILURE, device_row
+from .nccl_tests_rows import RowBudget, RunRows
 
 # Where a line sits in one nccl-tests run; a line of an earlier phase starts the next run.
 VERSION, STARTING, NTHREAD, DEVICES, HEADER, ROW, FOOTER, CONCLUDED = range(8)
@@ -99,20 +100,26 @@ _CHECK_KEYS = ("wrong", "error")  # N/A here means the data was not checked (-c 
 
 
 def parse_text(text):
-    """Return (raw_runs, stray_errors): the runs found, and failure lines when there is none.
+    """Return (raw_runs, stray_errors): the runs found, and failure lines when there is none."""
+    return parse_lines(_lines(text))
+
+
+def parse_lines(lines):
+    """parse_text for an iterable of lines (a file read a chunk at a time), one line at a time.
 
     Lines tagged by mpirun with an MPI rank are read per rank, so that ranks of an nccl-tests
     built without MPI=1 (each printing a whole one-rank run) do not mix into one another.
     """
+    budget = RowBudget()  # rows kept whole, for all runs of this input together
     readers = {}  # stream (MPI rank or None) -> _Reader, in the order first seen
-    for line in _lines(text):
+    for line in lines:
         if "\x1b" in line:
             line = _ANSI_ESCAPE.sub("", line)
         stream, payload = _split_launcher_prefix(line)
         if payload:
             reader = readers.get(stream)
             if reader is None:
-                reader = readers[stream] = _Reader()
+                reader = readers[stream] = _Reader(budget)
             reader.feed(payload)
     return _merge(readers)
 
@@ -170,7 +177,7 @@ class _Table:
 class _Run:
     """What one run has shown so far."""
 
-    def __init__(self):
+    def __init__(self, budget):
         self.phase = -1
         self.table = None
         self.program = None
@@ -179,7 +186,7 @@ class _Run:
         self.nccl_logged_versions = []  # from "NCCL version 2.x.y" lines, one per rank that logs it
         self.config = {}
         self.devices = []
-        self.rows = []
+        self.rows = RunRows(budget)
         self.out_of_bounds = {"count": None, "ok": None}
         self.avg_busbw_gbps = None
         self.avg_busbw_ok = None
@@ -192,7 +199,8 @@ class _Run:
         return {
             "source": "text", "program": self.program, "nccl_tests_version": self.nccl_tests_version,
             "nccl_library_code": self.nccl_library_code, "nccl_logged_versions": self.nccl_logged_versions,
-            "devices": self.devices, "rows": self.rows, "out_of_bounds": self.out_of_bounds,
+            "devices": self.devices, "rows": self.rows.kept, "row_stats": self.rows,
+            "out_of_bounds": self.out_of_bounds,
             "avg_busbw_gbps": self.avg_busbw_gbps, "avg_busbw_ok": self.avg_busbw_ok,
             "footer_seen": self.footer_seen, "errors": self.errors, "warnings": self.warnings,
             "env": {}, "args": self.args, "config": self.config,
@@ -227,7 +235,8 @@ class _Noise:
 class _Reader:
     """Feeds lines one by one into runs; a line of an earlier phase than the current run's starts a new run."""
 
-    def __init__(self):
+    def __init__(self, budget):
+        self.budget = budget
         self.runs = []
         self.current = None
         self.pending = _Noise()  # lines waiting for the run they belong to
@@ -371,7 +380,7 @@ class _Reader:
         row = _row(payload.split(), run.table)
         if row is None:
             return False
-        run.rows.append(row)
+        run.rows.add(row)
         run.phase = ROW
         return True
 
@@ -392,7 +401,7 @@ class _Reader:
     def _enter(self, phase):
         run = self.current
         if run is None or _starts_new_run(run.phase, phase):
-            run = _Run()
+            run = _Run(self.budget)
             self.pending.hand_to(run)
             self.runs.append(run)
             self.current = run
