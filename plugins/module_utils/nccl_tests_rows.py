@@ -19,8 +19,8 @@ MAX_KEPT_ROWS = 10000
 class RowBudget:
     """How many more rows one parse may keep whole; shared by its runs."""
 
-    def __init__(self, limit=MAX_KEPT_ROWS):
-        self.left = limit
+    def __init__(self, limit=None):
+        self.left = MAX_KEPT_ROWS if limit is None else limit
 
 
 class RunRows:
