@@ -364,6 +364,9 @@ def _run_section(run):
                 human_size(row.get("size_bytes")), _num(out.get("time_us")), _num(out.get("algbw_gbps")),
                 _num(out.get("busbw_gbps")), _num(inp.get("busbw_gbps")), _num(out.get("wrong"))))
         lines.append("")
+        if isinstance(perf.get("row_count"), int) and perf["row_count"] > len(rows):
+            lines += ["The first {0} of {1} rows; the gates above read them all.".format(len(rows), perf["row_count"]),
+                      ""]
     if run.get("raw"):
         lines += ["Raw files: " + ", ".join("[{0}]({0})".format(path) for path in run["raw"]), ""]
     return lines
