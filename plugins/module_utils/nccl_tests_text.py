@@ -41,6 +41,8 @@ _LAUNCHER_PREFIXES = (
     # srun --label
     re.compile(r"\d{1,6}: "),
 )
+# The two prefixes above that may start with a digit, tried first on lines that do (rows).
+_DIGIT_LED_PREFIX = re.compile(r"\d{4}-|\d{1,6}: ")
 # The MPI rank in a [job,rank] tag: each rank's lines are read as a stream of their own.
 _MPI_RANK_TAG = re.compile(r"\[[^\],\s\]]{1,64},(\d{1,7})\]")
 # An nccl-tests comment line inside a line that starts with an unknown prefix.
@@ -84,6 +86,7 @@ _LAUNCHER_FAILURE = re.compile(
 _FAILURE_WORDS = ("failure", "MPI_ABORT", "non-zero", "Primary job", "Segmentation fault", "core dumped",
                   "terminate called", "srun: error:", "Invalid number of GPUs", "killed by signal",
                   "exited on signal")
+_FAILURE_WORD = re.compile("|".join(re.escape(word) for word in _FAILURE_WORDS))
 _PROGRAM = re.compile(r"^[a-z][a-z0-9_]*_perf(?:_mpi)?$")
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -359,7 +362,7 @@ class _Reader:
             if "NCCL version" in payload:
                 self._logged_version(payload)
             return
-        if any(word in payload for word in _FAILURE_WORDS) and (
+        if _FAILURE_WORD.search(payload) and (
                 TEST_FAILURE.search(payload) or _LAUNCHER_FAILURE.search(payload)):
             self._collect("errors", payload)
         elif "NCCL WARN" in payload:
@@ -424,6 +427,8 @@ def _split_launcher_prefix(line):
     for _layer in range(4):  # e.g. a timestamp, then an MPI tag
         if payload.startswith("#"):
             break
+        if payload[:1].isdigit() and not _DIGIT_LED_PREFIX.match(payload):
+            break  # a result row: the other prefixes start with a letter, "[" or "<"
         match = next((found for found in (pattern.match(payload) for pattern in _LAUNCHER_PREFIXES) if found), None)
         if match is None:
             break
@@ -499,14 +504,22 @@ def _lines(text, chunk=1 << 20):
         start = end
 
 
-_FLOATS = {}  # token -> float: a long table repeats its values, one object each is enough
+_FLOATS = {}  # token -> its value (None when not finite): a long table repeats its values
 _MAX_FLOATS = 1 << 16
+_NOT_A_NUMBER = object()
 
 
-def _float(token):
-    value = _FLOATS.get(token)
-    if value is None:
-        value = float(token)
+def _value(token):
+    """The finite float a column token reads as, None for nan/inf, _NOT_A_NUMBER when unreadable."""
+    value = _FLOATS.get(token, _NOT_A_NUMBER)
+    if value is _NOT_A_NUMBER:
+        if "_" in token:  # float() reads "1_000"; nccl-tests never prints it
+            return _NOT_A_NUMBER
+        try:
+            value = float(token)
+        except ValueError:
+            return _NOT_A_NUMBER
+        value = value if math.isfinite(value) else None
         if len(token) <= 24:  # numbers as nccl-tests prints them; anything longer is not kept
             if len(_FLOATS) >= _MAX_FLOATS:
                 _FLOATS.clear()
@@ -528,13 +541,10 @@ def _halves(tokens, keys):
             if token == "N/A" and key in _CHECK_KEYS:
                 half[key] = None
                 continue
-            try:
-                value = _float(token)
-            except ValueError:
+            value = _value(token)
+            if value is _NOT_A_NUMBER:
                 return None
-            if "_" in token:  # float() reads "1_000"; nccl-tests never prints it
-                return None
-            half[key] = value if math.isfinite(value) else None
+            half[key] = value
         if half.get("wrong") is not None:
             half["wrong"] = int(round(half["wrong"]))
         half.setdefault("wrong", None)
