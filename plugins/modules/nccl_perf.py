@@ -30,6 +30,7 @@ options:
   max_size_mib:
     description:
       - Largest O(path) file read, in MiB; a run of a million rows prints about 110 MiB.
+      - A C(-J) JSON file is one document and is read whole, so its memory grows with its size.
       - O(content) is limited to 64 MiB whatever this says (it is already in memory).
     type: int
     default: 64

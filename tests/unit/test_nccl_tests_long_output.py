@@ -135,8 +135,8 @@ _MEASURE = textwrap.dedent("""
 
 
 def test_a_long_output_is_read_within_a_fixed_memory_bound(tmp_path):
-    # 200000 rows (24 MB of text) took 270 MiB when every row was kept as dicts (36 MiB now); now the text
-    # is read a chunk at a time, rows beyond the bound cost 16 bytes each, and the facts are cut.
+    # 200000 rows (24 MB of text) took 270 MiB when every row was kept as dicts, 36 MiB since: the
+    # text is read a chunk at a time, rows beyond the bound cost 16 bytes each, the facts are cut.
     done = subprocess.run(
         [sys.executable, "-c", _MEASURE, str(tmp_path / "200000.txt"), str(REPO_ROOT / "benchmarks"),
          str(REPO_ROOT / "collections")],
