@@ -126,7 +126,8 @@ def report(label: str, argv, before: Path = None, module_argv=None) -> dict:
         old = measure(argv, before)
         print(f"  before ({before}): {old['seconds']:.1f} s ({old['cpu']:.1f} s CPU), peak RSS "
               f"{old['peak_mib']:.0f} MiB, exit {old['rc']}: {old['first_line'][:120]}")
-        print(f"  after/before: CPU {result['cpu'] / old['cpu']:.2f}, peak RSS {result['peak_mib'] / old['peak_mib']:.2f}")
+        print(f"  after/before: CPU {result['cpu'] / old['cpu']:.2f}, "
+              f"peak RSS {result['peak_mib'] / old['peak_mib']:.2f}")
     return result
 
 

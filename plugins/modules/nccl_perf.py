@@ -185,7 +185,8 @@ ansible_facts:
           type: list
           elements: dict
         row_count:
-          description: Number of result rows of the run; more than the length of RV(ansible_facts.nccl_perf.rows) when those were cut.
+          description:
+            - Number of result rows of the run; more than the length of RV(ansible_facts.nccl_perf.rows) when those were cut.
           type: int
           sample: 32
         peak_busbw_gbps:
