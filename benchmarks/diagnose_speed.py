@@ -1,24 +1,31 @@
 #!/usr/bin/env python3
-"""Time and peak memory of `ncclkit diagnose` on a large log, and of `ncclkit parse` on a large
-nccl-tests output, each measured in a subprocess of its own (wall time; peak RSS from
-getrusage(RUSAGE_CHILDREN), which covers that one child).
+"""Time and peak memory of `ncclkit diagnose` on a large log, of `ncclkit parse` and of the
+nccl_perf module's work on large nccl-tests outputs, each measured in a subprocess of its own
+(wall time; CPU time and peak RSS from os.wait4() of that one child).
 
-    python3 benchmarks/diagnose_speed.py [--log-mb 100] [--rows 1000000] [--keep DIR]
+    python3 benchmarks/diagnose_speed.py [--log-mb 100] [--rows 400000] [--perf-rows 1000000]
+        [--what all|diagnose|parse|perf] [--before TREE] [--keep DIR]
 
 The log is built from the lines of a real job (tests/samples/h200-stuck-torch_kill-node*.log: NCCL
 INFO init and connection lines, torch's watchdog and ChildFailedError report) repeated for a
 large cluster (hosts x 8 ranks, each with its own host:pid prefix), with the lines that used to
 be slow, once per host: "NAME set by environment to VALUE" with 8000 spaces inside the value (the
 old pattern was quadratic in them), and a 10000-character line. The job's last
-lines are a rank killed by SIGKILL, so the verdict is checked too. The nccl-tests output is a
-real all_reduce_perf table (h200-2host-socket-defaults.txt) grown to --rows result rows.
+lines are a rank killed by SIGKILL, so the verdict is checked too. The nccl-tests outputs are a
+real all_reduce_perf table (h200-2host-socket-defaults.txt) grown to --rows (for `ncclkit parse`,
+whose files stop at 64 MiB) and --perf-rows result rows (for nccl_perf: its parse, gates and the
+JSON of the facts it returns, with the size limit raised; then the module itself, when the tree
+has its max_size_mib option).
+
+--before TREE measures every case again with the code of TREE, an older copy of this repository
+(`git archive main | tar -x -C TREE`), in the same run, and prints the ratio after/before.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -77,48 +84,107 @@ def write_perf(path: Path, rows: int) -> int:
     return path.stat().st_size
 
 
-def measure(argv) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(REPO / "collections"),
+# What the nccl_perf module does with a file, without Ansible around it: read, gate, and the JSON
+# of the facts it returns (the size limit raised: a million rows print over 64 MiB).
+PERF_WORK = """
+import json, sys
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse_file, summarize
+facts = summarize(parse_file(sys.argv[1], max_bytes=1 << 30), min_busbw_gbps=1.0, expected_ranks=2)
+document = json.dumps({"changed": False, "ansible_facts": {"nccl_perf": facts}})
+print("PASSED" if facts["passed"] else "FAILED", facts.get("row_count", len(facts["rows"])), "rows,",
+      len(facts["rows"]), "in the facts,", len(document), "bytes of JSON;", facts["gates"][-1]["message"])
+"""
+
+
+def measure(argv, tree: Path = REPO) -> dict:
+    """Run argv with the code of `tree`; wall time, and CPU time and peak RSS of that child alone."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree / "src"), str(tree / "collections"),
                                                        os.environ.get("PYTHONPATH", "")]))
-    started = time.monotonic()
-    done = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)
-    seconds = time.monotonic() - started
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the children so far: this one only
-    cpu = usage.ru_utime + usage.ru_stime - measure.cpu_before
-    measure.cpu_before += cpu
-    return {"seconds": seconds, "cpu": cpu, "peak_mib": usage.ru_maxrss / 1024, "rc": done.returncode,
-            "first_line": (done.stdout or done.stderr).splitlines()[0] if (done.stdout or done.stderr) else ""}
+    with tempfile.TemporaryFile() as out:
+        started = time.monotonic()
+        child = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tree)
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.monotonic() - started
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        lines = out.read().decode("utf-8", "replace").splitlines()
+    lines = [line for line in lines if line.strip()]
+    return {"seconds": seconds, "cpu": usage.ru_utime + usage.ru_stime, "peak_mib": usage.ru_maxrss / 1024,
+            "rc": child.returncode, "first_line": lines[0] if lines else "", "lines": lines}
 
 
-measure.cpu_before = 0.0
+def report(label: str, argv, before: Path = None, module_argv=None) -> dict:
+    result = measure(argv)
+    print(f"{label}: {result['seconds']:.1f} s ({result['cpu']:.1f} s CPU), peak RSS {result['peak_mib']:.0f} MiB, "
+          f"exit {result['rc']}")
+    print(f"  result: {result['first_line'][:200]}")
+    if module_argv:
+        module = measure(module_argv)
+        print(f"  the nccl_perf module itself: {module['seconds']:.1f} s ({module['cpu']:.1f} s CPU), peak RSS "
+              f"{module['peak_mib']:.0f} MiB, exit {module['rc']}: {module_outcome(module['lines'])}")
+    if before:
+        old = measure(argv, before)
+        print(f"  before ({before}): {old['seconds']:.1f} s ({old['cpu']:.1f} s CPU), peak RSS "
+              f"{old['peak_mib']:.0f} MiB, exit {old['rc']}: {old['first_line'][:120]}")
+        print(f"  after/before: CPU {result['cpu'] / old['cpu']:.2f}, "
+              f"peak RSS {result['peak_mib'] / old['peak_mib']:.2f}")
+    return result
+
+
+def module_outcome(lines) -> str:
+    """The module's verdict from the JSON it printed, or its first line."""
+    try:
+        facts = json.loads(next(line for line in lines if line.startswith("{")))["ansible_facts"]["nccl_perf"]
+    except (StopIteration, ValueError, KeyError, TypeError):
+        return (lines or ["no output"])[0][:160]
+    return (f"passed {facts['passed']}, row_count {facts['row_count']}, {len(facts['rows'])} rows in the facts, "
+            f"peak busbw {facts['peak_busbw_gbps']} GB/s")
+
+
+def module_args(folder: Path, perf: Path) -> list:
+    """argv running plugins/modules/nccl_perf.py on `perf` as Ansible would, from an args file."""
+    args = folder / "nccl_perf_args.json"
+    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"path": str(perf), "max_size_mib": 1024,
+                                                        "min_busbw_gbps": 1.0, "expected_ranks": 2}}))
+    return [sys.executable, str(REPO / "plugins" / "modules" / "nccl_perf.py"), str(args)]
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--log-mb", type=int, default=100)
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--rows", type=int, default=400_000, help="rows for `ncclkit parse` (under 64 MiB)")
+    parser.add_argument("--perf-rows", type=int, default=1_000_000, help="rows for the nccl_perf case")
     parser.add_argument("--keep", help="folder for the generated inputs (default: a temporary one)")
-    parser.add_argument("--what", choices=("diagnose", "parse", "both"), default="both")
+    parser.add_argument("--what", choices=("all", "diagnose", "parse", "perf"), default="all")
+    parser.add_argument("--before", type=Path, metavar="TREE",
+                        help="an older copy of this repository to measure too, in the same run")
     args = parser.parse_args(argv)
+    if args.before and not (args.before / "collections").is_dir():
+        parser.error(f"--before {args.before}: no collections/ folder there; give a copy of this repository")
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ncclkit-speed-"))
     folder.mkdir(parents=True, exist_ok=True)
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
+          f"load average {' '.join(f'{load:.1f}' for load in os.getloadavg())}, Python {sys.version.split()[0]}")
     failed = False
-    if args.what in ("diagnose", "both"):
+    if args.what in ("all", "diagnose"):
         log = folder / "job.log"
         shape = write_log(log, args.log_mb)
-        result = measure([sys.executable, "-m", "ncclkit.cli", "diagnose", str(log)])
-        print(f"diagnose: {shape['bytes'] / 1048576:.0f} MiB, {shape['hosts']} hosts, {shape['ranks']} ranks: "
-              f"{result['seconds']:.1f} s ({result['cpu']:.1f} s CPU), peak RSS {result['peak_mib']:.0f} MiB, "
-              f"exit {result['rc']}")
-        print(f"  verdict: {result['first_line'][:160]}")
+        result = report(f"diagnose: {shape['bytes'] / 1048576:.0f} MiB, {shape['hosts']} hosts, {shape['ranks']} ranks",
+                        [sys.executable, "-m", "ncclkit.cli", "diagnose", str(log)], args.before)
         failed |= result["rc"] != 1 or "rank_killed" not in result["first_line"]
-    if args.what in ("parse", "both"):
+    if args.what in ("all", "parse"):
         perf = folder / "perf.txt"
         size = write_perf(perf, args.rows)
-        result = measure([sys.executable, "-m", "ncclkit.cli", "parse", str(perf)])
-        print(f"parse: {args.rows} rows ({size / 1048576:.0f} MiB): {result['seconds']:.1f} s "
-              f"({result['cpu']:.1f} s CPU), peak RSS {result['peak_mib']:.0f} MiB, exit {result['rc']}")
-        print(f"  verdict: {result['first_line'][:160]}")
+        result = report(f"parse: {args.rows} rows ({size / 1048576:.0f} MiB)",
+                        [sys.executable, "-m", "ncclkit.cli", "parse", str(perf)], args.before)
+        failed |= result["rc"] != 0
+    if args.what in ("all", "perf"):
+        perf = folder / "perf-module.txt"
+        size = write_perf(perf, args.perf_rows)
+        result = report(f"nccl_perf: {args.perf_rows} rows ({size / 1048576:.0f} MiB)",
+                        [sys.executable, "-c", PERF_WORK, str(perf)], args.before, module_args(folder, perf))
+        failed |= result["rc"] != 0 or not result["first_line"].startswith("PASSED")
+    print(f"load average after: {' '.join(f'{load:.1f}' for load in os.getloadavg())}")
     if not args.keep:
         for path in folder.iterdir():
             path.unlink()

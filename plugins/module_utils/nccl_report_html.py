@@ -355,6 +355,9 @@ def _run_section(run, index, colour):
                 number(result.get("busbw_gbps")), number(in_place.get("busbw_gbps")), number(result.get("wrong"))))
                 + "</tr>")
         out.append("</table></details>")
+        if isinstance(perf.get("row_count"), int) and perf["row_count"] > len(rows):
+            out.append("<p>The first {0} of {1} rows; the gates above read them all.</p>".format(
+                len(rows), perf["row_count"]))
     if run.get("raw"):
         out.append("<p>Raw files: {0}</p>".format(", ".join(
             '<a href="{0}">{0}</a>'.format(_e(path)) for path in run["raw"])))

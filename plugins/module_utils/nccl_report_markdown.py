@@ -93,6 +93,9 @@ def _run_section(run):
                 human_size(row.get("size_bytes")), number(out.get("time_us")), number(out.get("algbw_gbps")),
                 number(out.get("busbw_gbps")), number(inp.get("busbw_gbps")), number(out.get("wrong"))))
         lines.append("")
+        if isinstance(perf.get("row_count"), int) and perf["row_count"] > len(rows):
+            lines += ["The first {0} of {1} rows; the gates above read them all.".format(len(rows), perf["row_count"]),
+                      ""]
     if run.get("raw"):
         lines += ["Raw files: " + ", ".join("[{0}]({0})".format(path) for path in run["raw"]), ""]
     return lines

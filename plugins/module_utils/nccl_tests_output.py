@@ -3,7 +3,9 @@
 One entry point for the nccl_perf module and the ncclkit package:
 
 - ``parse(data)`` / ``parse_file(path)``: text (any layout since nccl-tests 2.0) or ``-J`` JSON
-  -> a list of run dicts, one per test or launch found in the input;
+  -> a list of run dicts, one per test or launch found in the input; ``rows`` holds the first
+  rows of the input whole (nccl_tests_rows.MAX_KEPT_ROWS, all runs together), ``row_count``
+  counts them all, and every figure and gate reads every row;
 - ``evaluate_gates(run, ...)``: the gates a run passes or fails, each with its numbers;
 - ``summarize(runs, run_index=0, ...)``: the facts the module returns (the chosen run, its
   gates, and a short line per run).
@@ -17,9 +19,11 @@ from __future__ import annotations
 import os
 
 from .nccl_tests_json import parse_json_document
-from .nccl_tests_text import parse_text
+from .nccl_tests_rows import RowBudget, rows_of
+from .nccl_tests_text import parse_lines, parse_text
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+_CHUNK = 1 << 20
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -35,29 +39,95 @@ def parse(data, max_bytes=DEFAULT_MAX_BYTES):
     """Return the runs in nccl-tests output given as str or bytes (UTF-8)."""
     text = _decode(data, max_bytes)
     if text.lstrip().startswith("{"):
-        try:
-            raw_runs = [parse_json_document(text)]
-        except ValueError as error:
-            raise NcclTestsParseError(str(error))
-    else:
-        raw_runs, stray_errors = parse_text(text)
-        if not raw_runs:
-            raise NcclTestsParseError(_no_output_message(stray_errors))
-    return [_complete_run(raw) for raw in raw_runs]
+        return _json_runs(text)
+    return _text_runs(parse_text(text))
 
 
 def parse_file(path, max_bytes=DEFAULT_MAX_BYTES):
-    """Return the runs in the nccl-tests output file at `path`, refusing files over max_bytes."""
+    """Return the runs in the nccl-tests output file at `path`, refusing files over max_bytes.
+
+    Text is read a chunk at a time and never held whole, so memory does not grow with the file
+    (a -J JSON file is read whole: it is one document).
+    """
     try:
         size = os.path.getsize(path)
         if size > max_bytes:
             raise NcclTestsParseError(_too_large_message(path, size, max_bytes))
         with open(path, "rb") as handle:
-            data = handle.read(max_bytes + 1)  # a file still growing stops here too
+            head = handle.read(_CHUNK)
+            sniffed = head.decode("utf-8", "ignore").lstrip("\ufeff").lstrip()
+            if head.startswith(_GZIP_MAGIC) or sniffed.startswith("{") or (head and not sniffed):
+                # Not text, JSON, or a head of whitespace only: read whole (a file still growing
+                # stops at the limit) and checked as in memory.
+                return parse(head + handle.read(max_bytes + 1 - len(head)), max_bytes=max_bytes)
+            return _text_runs(parse_lines(_file_lines(handle, head, path, max_bytes)))
     except OSError as error:
         raise NcclTestsParseError("cannot read nccl-tests output {0}: {1}; check the path and that "
                                   "the user running this can read it".format(path, error.strerror or error))
-    return parse(data, max_bytes=max_bytes)
+
+
+def _json_runs(text):
+    try:
+        raw_runs = [parse_json_document(text)]
+    except ValueError as error:
+        raise NcclTestsParseError(str(error))
+    budget = RowBudget()
+    return [_complete_run(raw, rows_of(raw["rows"], budget)) for raw in raw_runs]
+
+
+def _text_runs(parsed):
+    raw_runs, stray_errors = parsed
+    if not raw_runs:
+        raise NcclTestsParseError(_no_output_message(stray_errors))
+    return [_complete_run(raw, raw["row_stats"]) for raw in raw_runs]
+
+
+def _file_lines(handle, head, path, max_bytes):
+    """The lines of a text file as str.splitlines() gives them, decoded a chunk at a time.
+
+    Each piece decoded ends just after a "\n" (no UTF-8 sequence holds that byte, and "\r\n"
+    stays whole), so the lines are those of the whole text; the checks of _decode apply to
+    each piece, with offsets counted from the start of the file.
+    """
+    offset, total, nonblank = 0, len(head), False
+    parts, chunk = [], head  # parts: the bytes read since the last "\n"
+    while chunk:
+        cut = chunk.rfind(b"\n") + 1
+        if cut:
+            parts.append(chunk[:cut])
+            piece = b"".join(parts)
+            parts = [chunk[cut:]]
+            lines, blank = _piece_lines(piece, offset)
+            offset += len(piece)
+            nonblank = nonblank or not blank
+            yield from lines
+        else:
+            parts.append(chunk)
+        chunk = handle.read(_CHUNK)
+        total += len(chunk)
+        if total > max_bytes:  # the file grew while being read
+            raise NcclTestsParseError(_too_large_message(path, total, max_bytes))
+    piece = b"".join(parts)
+    if piece:
+        lines, blank = _piece_lines(piece, offset)
+        nonblank = nonblank or not blank
+        yield from lines
+    if not nonblank:
+        raise NcclTestsParseError(_EMPTY_MESSAGE)
+
+
+def _piece_lines(piece, offset):
+    """(lines, whether all blank) of one piece of a file that starts at byte `offset`."""
+    nul = piece.find(b"\x00")
+    if nul >= 0:
+        raise NcclTestsParseError(_binary_message(offset + nul))
+    try:
+        text = piece.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise NcclTestsParseError(_not_utf8_message(piece[error.start], offset + error.start))
+    if offset == 0:
+        text = text.lstrip("\ufeff")
+    return text.splitlines(), not text.strip()
 
 
 def _decode(data, max_bytes):
@@ -73,10 +143,7 @@ def _decode(data, max_bytes):
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise NcclTestsParseError(
-                "the input is not UTF-8 text (byte 0x{0:02x} at offset {1}): nccl-tests writes "
-                "ASCII, so this is another file or a log with mixed encodings; pass the raw stdout of "
-                "the benchmark, or convert it (iconv -f latin1 -t utf-8)".format(data[error.start], error.start))
+            raise NcclTestsParseError(_not_utf8_message(data[error.start], error.start))
     elif isinstance(data, str):
         if len(data) > max_bytes:
             raise NcclTestsParseError(_too_large_message("the input", len(data), max_bytes))
@@ -87,9 +154,18 @@ def _decode(data, max_bytes):
         raise NcclTestsParseError("nccl-tests output must be str or bytes, not {0}".format(type(data).__name__))
     text = text.lstrip("\ufeff")
     if not text.strip():
-        raise NcclTestsParseError("the input is empty: no nccl-tests output to read; check that the "
-                                  "benchmark ran and that its stdout was captured (2>&1 | tee FILE)")
+        raise NcclTestsParseError(_EMPTY_MESSAGE)
     return text
+
+
+_EMPTY_MESSAGE = ("the input is empty: no nccl-tests output to read; check that the benchmark ran and "
+                  "that its stdout was captured (2>&1 | tee FILE)")
+
+
+def _not_utf8_message(byte, offset):
+    return ("the input is not UTF-8 text (byte 0x{0:02x} at offset {1}): nccl-tests writes ASCII, so "
+            "this is another file or a log with mixed encodings; pass the raw stdout of the benchmark, "
+            "or convert it (iconv -f latin1 -t utf-8)".format(byte, offset))
 
 
 def _too_large_message(what, size, max_bytes):
@@ -132,15 +208,15 @@ def collective_name(program):
     return name[:-len("_mpi")] if name.endswith("_perf_mpi") else name
 
 
-def _complete_run(raw):
-    rows = raw["rows"]
-    measured = [row for row in rows if row["out_of_place"] and row["out_of_place"]["busbw_gbps"] is not None]
-    peak = max(measured, key=lambda row: row["out_of_place"]["busbw_gbps"], default=None)
-    largest_size = max((row["size_bytes"] for row in measured), default=None)
-    at_largest = [row["out_of_place"]["busbw_gbps"] for row in measured if row["size_bytes"] == largest_size]
-    halves = [half for row in rows for half in (row["out_of_place"], row["in_place"]) if half]
-    wrong_counts = [half["wrong"] for half in halves if half["wrong"] is not None]
-    checked = [half for half in halves if half["wrong"] is not None or half["error"] is not None]
+class ParsedRun(dict):
+    """A run's facts; `busbw_points` holds the (size, busbw) pairs of every row when not all rows
+    are kept whole (a long output), for the bandwidth gate. Facts are made of plain dicts
+    (summarize), so the pairs never travel with them."""
+
+    busbw_points = None
+
+
+def _complete_run(raw, rows):
     devices = raw["devices"]
     logged_versions = raw["nccl_logged_versions"]
     warnings = list(raw["warnings"])
@@ -148,7 +224,7 @@ def _complete_run(raw):
         # Hosts built from different images: a classic cause of hangs and crashes across nodes.
         warnings.append("ncclkit: the ranks load different NCCL versions ({0}); install one NCCL "
                         "version on every host".format(", ".join(logged_versions)))
-    run = {
+    run = ParsedRun({
         "source": raw["source"],
         "collective": collective_name(raw["program"]),
         "nccl_tests_version": raw["nccl_tests_version"],
@@ -156,16 +232,17 @@ def _complete_run(raw):
         "ranks": len(devices) or None,
         "hosts": sorted({device["host"] for device in devices if device["host"]}),
         "devices": devices,
-        "rows": rows,
-        "peak_busbw_gbps": peak["out_of_place"]["busbw_gbps"] if peak else None,
-        "peak_busbw_size_bytes": peak["size_bytes"] if peak else None,
-        "largest_size_bytes": largest_size,
+        "rows": rows.kept,
+        "row_count": rows.count,
+        "peak_busbw_gbps": rows.peak[0] if rows.peak else None,
+        "peak_busbw_size_bytes": rows.peak[1] if rows.peak else None,
+        "largest_size_bytes": rows.largest_size,
         # The lowest of the rows at that size: several cycles (-N) or types (-d all) repeat it.
-        "largest_size_busbw_gbps": min(at_largest) if at_largest else None,
+        "largest_size_busbw_gbps": rows.largest_size_busbw,
         "avg_busbw_gbps": raw["avg_busbw_gbps"],
         "avg_busbw_ok": raw["avg_busbw_ok"],
-        "wrong_total": sum(wrong_counts) if wrong_counts else None,
-        "data_checked": bool(checked) if halves else None,
+        "wrong_total": rows.wrong_total if rows.wrong_seen else None,
+        "data_checked": rows.checked if rows.halves_seen else None,
         "out_of_bounds": raw["out_of_bounds"],
         "complete": raw["footer_seen"] and not raw["errors"],
         "errors": raw["errors"],
@@ -176,7 +253,9 @@ def _complete_run(raw):
         "json_version": raw.get("json_version"),
         "start_time": raw.get("start_time"),
         "end_time": raw.get("end_time"),
-    }
+    })
+    if not rows.complete:
+        run.busbw_points = rows
     return run
 
 
@@ -271,24 +350,36 @@ def _wrong_gate(run, limit):
 
 
 def _busbw_gate(run, limit, min_size):
-    measured = [row for row in run["rows"] if row["out_of_place"] and row["out_of_place"]["busbw_gbps"] is not None]
+    floor = min_size if min_size is not None else run["largest_size_bytes"]
+    measured, lowest = False, None  # lowest: (busbw, size) of the first lowest row at or above the floor
+    for size, busbw in _busbw_points(run):
+        measured = True
+        if size >= floor and (lowest is None or busbw < lowest[0]):
+            lowest = (busbw, size)
     if not measured:
         return _gate("min_busbw_gbps", limit, None, False, "no bus bandwidth was measured, so busbw cannot "
                      "meet min_busbw_gbps {0}".format(_fmt(limit)))
-    floor = min_size if min_size is not None else run["largest_size_bytes"]
-    gated = [row for row in measured if row["size_bytes"] >= floor]
-    if not gated:
+    if lowest is None:
         return _gate("min_busbw_gbps", limit, None, False,
                      "no size >= gate_min_size_bytes {0} was measured (largest: {1} B); lower it or "
                      "run with a larger -e".format(floor, run["largest_size_bytes"]))
-    lowest = min(gated, key=lambda row: row["out_of_place"]["busbw_gbps"])
-    busbw, size = lowest["out_of_place"]["busbw_gbps"], lowest["size_bytes"]
+    busbw, size = lowest
     passed = busbw >= limit
     message = "busbw {0} GB/s at {1} B {2} min_busbw_gbps {3}".format(
         _fmt(busbw), size, "meets" if passed else "is below", _fmt(limit))
     if not passed and run["ranks"] == 1:
         message += " (one rank: busbw is 0 by definition, gate a run across ranks)"
     return _gate("min_busbw_gbps", limit, busbw, passed, message)
+
+
+def _busbw_points(run):
+    """(size, out-of-place busbw) of every measured row: from the rows, or from the pairs kept
+    for a run whose rows are not all kept whole."""
+    points = getattr(run, "busbw_points", None)
+    if points is not None:
+        return points.points()
+    return ((row["size_bytes"], row["out_of_place"]["busbw_gbps"]) for row in run["rows"]
+            if row["out_of_place"] and row["out_of_place"]["busbw_gbps"] is not None)
 
 
 def _fmt(number):

@@ -21,6 +21,7 @@ import re
 import sys
 
 from .nccl_tests_lines import COUNT, NCCL_VERSION, TEST_FAILURE, device_row
+from .nccl_tests_rows import RowBudget, RunRows
 
 # Where a line sits in one nccl-tests run; a line of an earlier phase starts the next run.
 VERSION, STARTING, NTHREAD, DEVICES, HEADER, ROW, FOOTER, CONCLUDED = range(8)
@@ -40,6 +41,8 @@ _LAUNCHER_PREFIXES = (
     # srun --label
     re.compile(r"\d{1,6}: "),
 )
+# The two prefixes above that may start with a digit, tried first on lines that do (rows).
+_DIGIT_LED_PREFIX = re.compile(r"\d{4}-|\d{1,6}: ")
 # The MPI rank in a [job,rank] tag: each rank's lines are read as a stream of their own.
 _MPI_RANK_TAG = re.compile(r"\[[^\],\s\]]{1,64},(\d{1,7})\]")
 # An nccl-tests comment line inside a line that starts with an unknown prefix.
@@ -83,6 +86,7 @@ _LAUNCHER_FAILURE = re.compile(
 _FAILURE_WORDS = ("failure", "MPI_ABORT", "non-zero", "Primary job", "Segmentation fault", "core dumped",
                   "terminate called", "srun: error:", "Invalid number of GPUs", "killed by signal",
                   "exited on signal")
+_FAILURE_WORD = re.compile("|".join(re.escape(word) for word in _FAILURE_WORDS))
 _PROGRAM = re.compile(r"^[a-z][a-z0-9_]*_perf(?:_mpi)?$")
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -99,20 +103,26 @@ _CHECK_KEYS = ("wrong", "error")  # N/A here means the data was not checked (-c 
 
 
 def parse_text(text):
-    """Return (raw_runs, stray_errors): the runs found, and failure lines when there is none.
+    """Return (raw_runs, stray_errors): the runs found, and failure lines when there is none."""
+    return parse_lines(_lines(text))
+
+
+def parse_lines(lines):
+    """parse_text for an iterable of lines (a file read a chunk at a time), one line at a time.
 
     Lines tagged by mpirun with an MPI rank are read per rank, so that ranks of an nccl-tests
     built without MPI=1 (each printing a whole one-rank run) do not mix into one another.
     """
+    budget = RowBudget()  # rows kept whole, for all runs of this input together
     readers = {}  # stream (MPI rank or None) -> _Reader, in the order first seen
-    for line in _lines(text):
+    for line in lines:
         if "\x1b" in line:
             line = _ANSI_ESCAPE.sub("", line)
         stream, payload = _split_launcher_prefix(line)
         if payload:
             reader = readers.get(stream)
             if reader is None:
-                reader = readers[stream] = _Reader()
+                reader = readers[stream] = _Reader(budget)
             reader.feed(payload)
     return _merge(readers)
 
@@ -170,7 +180,7 @@ class _Table:
 class _Run:
     """What one run has shown so far."""
 
-    def __init__(self):
+    def __init__(self, budget):
         self.phase = -1
         self.table = None
         self.program = None
@@ -179,7 +189,7 @@ class _Run:
         self.nccl_logged_versions = []  # from "NCCL version 2.x.y" lines, one per rank that logs it
         self.config = {}
         self.devices = []
-        self.rows = []
+        self.rows = RunRows(budget)
         self.out_of_bounds = {"count": None, "ok": None}
         self.avg_busbw_gbps = None
         self.avg_busbw_ok = None
@@ -192,7 +202,8 @@ class _Run:
         return {
             "source": "text", "program": self.program, "nccl_tests_version": self.nccl_tests_version,
             "nccl_library_code": self.nccl_library_code, "nccl_logged_versions": self.nccl_logged_versions,
-            "devices": self.devices, "rows": self.rows, "out_of_bounds": self.out_of_bounds,
+            "devices": self.devices, "rows": self.rows.kept, "row_stats": self.rows,
+            "out_of_bounds": self.out_of_bounds,
             "avg_busbw_gbps": self.avg_busbw_gbps, "avg_busbw_ok": self.avg_busbw_ok,
             "footer_seen": self.footer_seen, "errors": self.errors, "warnings": self.warnings,
             "env": {}, "args": self.args, "config": self.config,
@@ -227,7 +238,8 @@ class _Noise:
 class _Reader:
     """Feeds lines one by one into runs; a line of an earlier phase than the current run's starts a new run."""
 
-    def __init__(self):
+    def __init__(self, budget):
+        self.budget = budget
         self.runs = []
         self.current = None
         self.pending = _Noise()  # lines waiting for the run they belong to
@@ -350,7 +362,7 @@ class _Reader:
             if "NCCL version" in payload:
                 self._logged_version(payload)
             return
-        if any(word in payload for word in _FAILURE_WORDS) and (
+        if _FAILURE_WORD.search(payload) and (
                 TEST_FAILURE.search(payload) or _LAUNCHER_FAILURE.search(payload)):
             self._collect("errors", payload)
         elif "NCCL WARN" in payload:
@@ -371,7 +383,7 @@ class _Reader:
         row = _row(payload.split(), run.table)
         if row is None:
             return False
-        run.rows.append(row)
+        run.rows.add(row)
         run.phase = ROW
         return True
 
@@ -392,7 +404,7 @@ class _Reader:
     def _enter(self, phase):
         run = self.current
         if run is None or _starts_new_run(run.phase, phase):
-            run = _Run()
+            run = _Run(self.budget)
             self.pending.hand_to(run)
             self.runs.append(run)
             self.current = run
@@ -415,6 +427,8 @@ def _split_launcher_prefix(line):
     for _layer in range(4):  # e.g. a timestamp, then an MPI tag
         if payload.startswith("#"):
             break
+        if payload[:1].isdigit() and not _DIGIT_LED_PREFIX.match(payload):
+            break  # a result row: the other prefixes start with a letter, "[" or "<"
         match = next((found for found in (pattern.match(payload) for pattern in _LAUNCHER_PREFIXES) if found), None)
         if match is None:
             break
@@ -490,14 +504,22 @@ def _lines(text, chunk=1 << 20):
         start = end
 
 
-_FLOATS = {}  # token -> float: a long table repeats its values, one object each is enough
+_FLOATS = {}  # token -> its value (None when not finite): a long table repeats its values
 _MAX_FLOATS = 1 << 16
+_NOT_A_NUMBER = object()
 
 
-def _float(token):
-    value = _FLOATS.get(token)
-    if value is None:
-        value = float(token)
+def _value(token):
+    """The finite float a column token reads as, None for nan/inf, _NOT_A_NUMBER when unreadable."""
+    value = _FLOATS.get(token, _NOT_A_NUMBER)
+    if value is _NOT_A_NUMBER:
+        if "_" in token:  # float() reads "1_000"; nccl-tests never prints it
+            return _NOT_A_NUMBER
+        try:
+            value = float(token)
+        except ValueError:
+            return _NOT_A_NUMBER
+        value = value if math.isfinite(value) else None
         if len(token) <= 24:  # numbers as nccl-tests prints them; anything longer is not kept
             if len(_FLOATS) >= _MAX_FLOATS:
                 _FLOATS.clear()
@@ -519,13 +541,10 @@ def _halves(tokens, keys):
             if token == "N/A" and key in _CHECK_KEYS:
                 half[key] = None
                 continue
-            try:
-                value = _float(token)
-            except ValueError:
+            value = _value(token)
+            if value is _NOT_A_NUMBER:
                 return None
-            if "_" in token:  # float() reads "1_000"; nccl-tests never prints it
-                return None
-            half[key] = value if math.isfinite(value) else None
+            half[key] = value
         if half.get("wrong") is not None:
             half["wrong"] = int(round(half["wrong"]))
         half.setdefault("wrong", None)

@@ -23,9 +23,17 @@ options:
   path:
     description:
       - A file on the managed host holding nccl-tests output (text or C(-J) JSON).
-      - Files over 64 MiB are refused without being read.
+      - Files over O(max_size_mib) are refused without being read. Text is read a chunk at a time,
+        so memory stays bounded whatever the length of the output (a million rows take under 200 MB).
       - Mutually exclusive with O(content); one of them is required.
     type: path
+  max_size_mib:
+    description:
+      - Largest O(path) file read, in MiB; a run of a million rows prints about 110 MiB.
+      - A C(-J) JSON file is one document and is read whole, so its memory grows with its size.
+      - O(content) is limited to 64 MiB whatever this says (it is already in memory).
+    type: int
+    default: 64
   content:
     description:
       - nccl-tests output given directly, for example the C(stdout) of a registered command.
@@ -171,8 +179,16 @@ ansible_facts:
               C(out_of_place) and C(in_place) halves, each C(time_us), C(algbw_gbps), C(busbw_gbps),
               C(wrong) (elements; null when unchecked or before 2.13) and C(error) (relative error of layouts before 2.13).
             - C(redop) and C(root) are null when the layout has no such column.
+            - At most the first 10000 rows of the output (all runs together), so that a long output
+              (C(-N) cycles, C(-i) steps) does not flood the facts; RV(ansible_facts.nccl_perf.row_count)
+              counts them all, and the figures and gates below read every row.
           type: list
           elements: dict
+        row_count:
+          description:
+            - Number of result rows of the run; more than the length of RV(ansible_facts.nccl_perf.rows) when those were cut.
+          type: int
+          sample: 32
         peak_busbw_gbps:
           description: Highest out-of-place bus bandwidth of the run.
           type: float
@@ -304,6 +320,7 @@ def main():
             "require_complete": {"type": "bool", "default": True},
             "run_index": {"type": "int", "default": 0},
             "fail_on_gates": {"type": "bool", "default": True},
+            "max_size_mib": {"type": "int", "default": 64},
         },
         mutually_exclusive=[("path", "content")],
         required_one_of=[("path", "content")],
@@ -333,7 +350,10 @@ def _read_runs(module):
                              "first (its stdout or -J file) or pass the output as content".format(path))
     if os.path.isdir(path):
         module.fail_json(msg="{0} is a directory; path must name the nccl-tests output file".format(path))
-    return parse_file(path)
+    max_size_mib = module.params["max_size_mib"]
+    if max_size_mib < 1:
+        module.fail_json(msg="max_size_mib is {0}; give a size of 1 MiB or more".format(max_size_mib))
+    return parse_file(path, max_bytes=max_size_mib * 1024 * 1024)
 
 
 def _warnings(facts):

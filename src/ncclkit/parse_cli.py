@@ -40,6 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="gate busbw at every size from this one (default: the largest size only)")
     parser.add_argument("--max-wrong", type=int, default=0, help="wrong elements allowed (default 0)")
     parser.add_argument("--expected-ranks", type=int, help="ranks the run must have")
+    parser.add_argument("--max-size-mib", type=int, default=64, metavar="MIB",
+                        help="largest OUTPUT file read (default 64; a million rows print about 110 MiB)")
     parser.add_argument("--no-require-complete", dest="require_complete", action="store_false",
                         help="do not fail a run without its footer (an error line still fails it)")
     parser.set_defaults(handler=parse_command)
@@ -52,7 +54,7 @@ def parse_command(args: argparse.Namespace) -> int:
             data = sys.stdin.buffer.read(output.DEFAULT_MAX_BYTES + 1)
             runs = output.parse(data)
         else:
-            runs = output.parse_file(args.output)
+            runs = output.parse_file(args.output, max_bytes=max(args.max_size_mib, 0) * 1024 * 1024)
             data = None
         facts = output.summarize(runs, run_index=args.run_index, min_busbw_gbps=args.min_busbw_gbps,
                                  gate_min_size_bytes=args.gate_min_size, max_wrong=args.max_wrong,

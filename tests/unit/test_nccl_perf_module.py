@@ -110,6 +110,18 @@ def test_binary_file(capsys, tmp_path):
     assert code == 1 and "binary" in result["msg"]
 
 
+def test_max_size_mib_bounds_the_file_read(capsys, tmp_path):
+    big = tmp_path / "long.txt"
+    with open(big, "wb") as handle:  # sparse: 65 MiB on paper
+        handle.truncate(65 * 1024 * 1024)
+    code, result = run_module(capsys, {"path": str(big)})
+    assert code == 1 and "over the 67108864-byte limit" in result["msg"]
+    code, result = run_module(capsys, {"path": str(big), "max_size_mib": 0})
+    assert code == 1 and "max_size_mib is 0; give a size of 1 MiB or more" in result["msg"]
+    code, result = run_module(capsys, {"path": DEFAULTS, "max_size_mib": 1})
+    assert code == 0 and result["ansible_facts"]["nccl_perf"]["row_count"] == 4
+
+
 @pytest.mark.parametrize("args, message", [
     ({}, "one of the following is required: path, content"),
     ({"path": DEFAULTS, "content": "# nThread 1 nGpus 1\n"}, "parameters are mutually exclusive: path|content"),
@@ -127,7 +139,8 @@ def test_documentation_matches_the_argument_spec():
     documented = documentation["options"]
     spec = {"path": ("path", None), "content": ("str", None), "min_busbw_gbps": ("float", None),
             "gate_min_size_bytes": ("int", None), "max_wrong": ("int", 0), "expected_ranks": ("int", None),
-            "require_complete": ("bool", True), "run_index": ("int", 0), "fail_on_gates": ("bool", True)}
+            "require_complete": ("bool", True), "run_index": ("int", 0), "fail_on_gates": ("bool", True),
+            "max_size_mib": ("int", 64)}
     assert {name: (option["type"], option.get("default")) for name, option in documented.items()} == spec
     fact_keys = set(returned["ansible_facts"]["contains"]["nccl_perf"]["contains"])
     with open(DEFAULTS) as handle:

@@ -188,6 +188,17 @@ def test_markdown_has_the_verdict_reasons_gates_rows_and_raw_links():
     assert "Command: `/opt/ncclkit/bin/ncclkit-mpirun all_reduce_perf -g 1`" in markdown
 
 
+def test_markdown_says_when_the_rows_are_the_first_of_more(monkeypatch):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_tests_rows
+    monkeypatch.setattr(nccl_tests_rows, "MAX_KEPT_ROWS", 2)
+    markdown = nccl_report.render_markdown(report_of(run(perf=perf("h200-2host-socket-defaults.txt"))))
+    assert "| 8 MiB |" in markdown and "| 512 MiB |" not in markdown
+    assert "The first 2 of 4 rows; the gates above read them all." in markdown
+    monkeypatch.undo()
+    whole = nccl_report.render_markdown(report_of(run(perf=perf("h200-2host-socket-defaults.txt"))))
+    assert "| 512 MiB |" in whole and "The first" not in whole
+
+
 def test_human_sizes():
     assert [nccl_report.human_size(size) for size in (8, 1024, 3 << 20, 1 << 30, 1536, None)] == [
         "8 B", "1 KiB", "3 MiB", "1 GiB", "1536 B", "?"]

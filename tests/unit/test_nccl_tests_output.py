@@ -12,7 +12,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output 
 from conftest import SAMPLES
 
 RUN_KEYS = {
-    "source", "collective", "nccl_tests_version", "nccl_version", "ranks", "hosts", "devices", "rows",
+    "source", "collective", "nccl_tests_version", "nccl_version", "ranks", "hosts", "devices", "rows", "row_count",
     "peak_busbw_gbps", "peak_busbw_size_bytes", "largest_size_bytes", "largest_size_busbw_gbps",
     "avg_busbw_gbps", "avg_busbw_ok", "wrong_total", "data_checked", "out_of_bounds", "complete",
     "errors", "warnings", "env", "args", "config", "json_version", "start_time", "end_time",
