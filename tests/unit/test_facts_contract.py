@@ -5,11 +5,9 @@ from ansible-lint."""
 
 import ast
 import re
-from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO_ROOT
 
 DOC_PATH = REPO_ROOT / "docs" / "facts.md"
@@ -24,18 +22,18 @@ MODULE_UTILS_IMPORT = re.compile(r"ansible_collections\.ncclkit\.cluster\.plugin
 
 def _doc_entries():
     """{name: the entry's text} for every `### `name`` heading of docs/facts.md."""
-    parts = re.split(r"^### `([a-z0-9_]+)`\n", DOC, flags=re.M)
-    return {name: re.split(r"^## ", body, flags=re.M)[0] for name, body in zip(parts[1::2], parts[2::2])}
+    parts = re.split(r"^### `([a-z0-9_]+)`\n", DOC, flags=re.MULTILINE)
+    return {name: re.split(r"^## ", body, flags=re.MULTILINE)[0] for name, body in zip(parts[1::2], parts[2::2])}
 
 
 def _set_by(entry):
-    found = re.search(r"^- \*\*Set by\*\*:(.*?)(?=^- \*\*|\Z)", entry, flags=re.M | re.S)
+    found = re.search(r"^- \*\*Set by\*\*:(.*?)(?=^- \*\*|\Z)", entry, flags=re.MULTILINE | re.DOTALL)
     return " ".join(found.group(1).split()) if found else ""
 
 
 def _not_facts():
     section = DOC.split("## Other `ncclkit_` names", 1)
-    return set(re.findall(r"^- `(ncclkit_[a-z0-9_]+)`", section[1], flags=re.M)) if len(section) == 2 else set()
+    return set(re.findall(r"^- `(ncclkit_[a-z0-9_]+)`", section[1], flags=re.MULTILINE)) if len(section) == 2 else set()
 
 
 ENTRIES = _doc_entries()
@@ -129,7 +127,8 @@ def _cross_role_reads():
     owners = sorted(ROLES, key=len, reverse=True)
     defaults = {role: _defaults(role) for role in ROLES}
     # Not after a dot (ncclkit.cluster.nccl_profile_env is a filter) or an underscore (internal).
-    pattern = re.compile(r"(?<![.\w])((?:%s)_[a-z0-9_]*[a-z0-9])\b" % "|".join(map(re.escape, owners)))
+    alternatives = "|".join(map(re.escape, owners))
+    pattern = re.compile(rf"(?<![.\w])((?:{alternatives})_[a-z0-9_]*[a-z0-9])\b")
     files = [(path, path.relative_to(REPO_ROOT / "roles").parts[0])
              for path in (REPO_ROOT / "roles").rglob("*") if path.is_file()]
     files += [(path, "playbooks") for path in (REPO_ROOT / "playbooks").glob("*.yml")]

@@ -1,20 +1,16 @@
-"""Every sample of the project's shared folder (../shared/samples/nccl-tests), and the public
-outputs added since, checked against values read off each file by hand, not from the parser.
-
-The shared files are copied byte for byte into tests/samples so that CI, which has no shared
-folder, runs the same checks (a copy whose original does not name its source starts with a
-"# source:" line of its own); when the shared folder is present, the copies must match it.
-"""
+"""The recorded nccl-tests outputs in tests/samples (each names its source in its first line, or in
+tests/samples/SOURCES.md), checked against values read off each file by hand, not from the parser."""
 
 from pathlib import Path
 
 import pytest
-
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import read_nccl_log_files
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse_file
-from conftest import REPO_ROOT, SAMPLES
-
-SHARED = REPO_ROOT.parent / "shared" / "samples" / "nccl-tests"
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import (
+    read_nccl_log_files,
+)
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import (
+    parse_file,
+)
+from conftest import SAMPLES
 
 # Error states: "complete" (footer, no failure line), "failed" (a Test/launcher failure line),
 # "cut" (no footer and no failure line: the output stops).
@@ -62,20 +58,6 @@ DIAGNOSIS_BY_HAND = {
 }
 
 
-def shared_names():
-    return sorted(path.name for path in SHARED.iterdir()) if SHARED.is_dir() else []
-
-
-@pytest.mark.skipif(not SHARED.is_dir(), reason="no shared samples folder beside this checkout (CI)")
-@pytest.mark.parametrize("name", shared_names() or ["none"])
-def test_every_shared_sample_is_copied_and_checked_by_hand(name):
-    copy = (SAMPLES / name).read_bytes()
-    if name.endswith((".txt", ".log")) and not (SHARED / name).read_bytes().startswith(b"# source:"):
-        copy = copy.partition(b"\n")[2]  # the copy names its source in a first line of its own
-    assert copy == (SHARED / name).read_bytes()
-    assert name in PERF_BY_HAND and name in DIAGNOSIS_BY_HAND
-
-
 def error_state(run):
     if run["complete"]:
         return "complete"
@@ -106,7 +88,9 @@ def test_diagnosis_hosts_versions_errors_and_transport(name):
 
 
 def test_a_run_meant_for_two_nodes_that_ran_one_rank_fails_the_rank_gate():
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import evaluate_gates
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import (
+        evaluate_gates,
+    )
 
     run = parse_file(str(SAMPLES / "perf-eks-efa-a10g-1rank-cut.txt"))[0]
     verdict = evaluate_gates(run, expected_ranks=2)
