@@ -8,6 +8,7 @@ import re
 
 import pytest
 import yaml
+
 from conftest import REPO_ROOT
 
 DOC_PATH = REPO_ROOT / "docs" / "facts.md"
