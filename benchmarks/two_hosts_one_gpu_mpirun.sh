@@ -2,7 +2,7 @@
 # A launcher for nccl_validate's multi-node run on ONE GPU host that makes NCCL see two hosts:
 # Open MPI starts two ranks, each in its own UTS namespace named node<rank>, so NCCL's host hashes
 # differ and it joins them over NET/Socket on lo, as it would two nodes (the method behind
-# ../shared/samples/h200-2host-*). Both ranks share GPU 0.
+# tests/samples/h200-2host-*). Both ranks share GPU 0.
 #
 #   two_hosts_one_gpu_mpirun.sh [-x NAME]... PROGRAM [ARGS...]   (nccl_validate_mpirun)
 set -euo pipefail

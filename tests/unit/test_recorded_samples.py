@@ -1,10 +1,5 @@
-"""Every sample of the project's shared folder (../shared/samples/nccl-tests), and the public
-outputs added since, checked against values read off each file by hand, not from the parser.
-
-The shared files are copied byte for byte into tests/samples so that CI, which has no shared
-folder, runs the same checks (a copy whose original does not name its source starts with a
-"# source:" line of its own); when the shared folder is present, the copies must match it.
-"""
+"""The recorded nccl-tests outputs in tests/samples (each names its source in its first line, or in
+tests/samples/SOURCES.md), checked against values read off each file by hand, not from the parser."""
 
 from pathlib import Path
 
@@ -12,9 +7,7 @@ import pytest
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import read_nccl_log_files
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse_file
-from conftest import REPO_ROOT, SAMPLES
-
-SHARED = REPO_ROOT.parent / "shared" / "samples" / "nccl-tests"
+from conftest import SAMPLES
 
 # Error states: "complete" (footer, no failure line), "failed" (a Test/launcher failure line),
 # "cut" (no footer and no failure line: the output stops).
@@ -60,20 +53,6 @@ DIAGNOSIS_BY_HAND = {
     "h200-validate-2simhosts-multi.txt": (
         {"node0", "node1"}, ["2.28.9+cuda13.0"], set(), {"node0": "Socket", "node1": "Socket"}),
 }
-
-
-def shared_names():
-    return sorted(path.name for path in SHARED.iterdir()) if SHARED.is_dir() else []
-
-
-@pytest.mark.skipif(not SHARED.is_dir(), reason="no shared samples folder beside this checkout (CI)")
-@pytest.mark.parametrize("name", shared_names() or ["none"])
-def test_every_shared_sample_is_copied_and_checked_by_hand(name):
-    copy = (SAMPLES / name).read_bytes()
-    if name.endswith((".txt", ".log")) and not (SHARED / name).read_bytes().startswith(b"# source:"):
-        copy = copy.partition(b"\n")[2]  # the copy names its source in a first line of its own
-    assert copy == (SHARED / name).read_bytes()
-    assert name in PERF_BY_HAND and name in DIAGNOSIS_BY_HAND
 
 
 def error_state(run):
