@@ -119,9 +119,11 @@ def test_the_bandwidth_gate_reads_rows_that_were_not_kept(monkeypatch):
 
 
 # The parse, gates and JSON facts the module returns, of a generated output of N rows (the file's
-# name), in a process of its own that then reports its own peak RSS: that of this work alone.
+# name), in a process of its own that then reports its own peak RSS: that of this work alone. The
+# peak is VmHWM, which starts afresh at exec; getrusage's ru_maxrss keeps the forking parent's
+# size, so a child of a large pytest process would report pytest's memory.
 _MEASURE = textwrap.dedent("""
-    import json, resource, sys
+    import json, re, sys
     from pathlib import Path
     path, benchmarks, collections = sys.argv[1:4]
     sys.path[:0] = [benchmarks, collections]
@@ -130,7 +132,9 @@ _MEASURE = textwrap.dedent("""
     write_perf(Path(path), int(Path(path).stem))
     facts = summarize(parse_file(path, max_bytes=1 << 30), min_busbw_gbps=1.0)
     document = json.dumps({"ansible_facts": {"nccl_perf": facts}})
-    print(facts["passed"], len(document), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    with open("/proc/self/status") as status:
+        peak_kib = re.search(r"^VmHWM:\\s+(\\d+) kB", status.read(), re.M).group(1)
+    print(facts["passed"], len(document), peak_kib)
 """)
 
 
