@@ -81,7 +81,7 @@ def measure(argv) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(REPO / "collections"),
                                                        os.environ.get("PYTHONPATH", "")]))
     started = time.monotonic()
-    done = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the children so far: this one only
     cpu = usage.ru_utime + usage.ru_stime - measure.cpu_before

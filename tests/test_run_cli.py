@@ -31,7 +31,9 @@ PLAYBOOK = """
       tags: [write]
     - name: Say the word
       ansible.builtin.debug:
-        msg: "word={{ probe_word | default('plain') }} number={{ probe_number | default(0) }} typed={{ probe_number is defined and probe_number is number }}"
+        msg: >-
+          word={{ probe_word | default('plain') }} number={{ probe_number | default(0) }}
+          typed={{ probe_number is defined and probe_number is number }}
       tags: [say]
     - name: Fail when asked
       ansible.builtin.fail:
@@ -45,7 +47,8 @@ PLAYBOOK = """
 
 LOCAL = f"ansible_connection: local, ansible_python_interpreter: {sys.executable}"
 # Port 1 on loopback: nothing listens, so ssh is refused at once.
-DEAD = "ansible_host: 127.0.0.1, ansible_port: 1, ansible_connection: ssh, ansible_ssh_common_args: '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'"
+DEAD = ("ansible_host: 127.0.0.1, ansible_port: 1, ansible_connection: ssh, "
+        "ansible_ssh_common_args: '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'")
 
 
 @pytest.fixture
@@ -134,7 +137,8 @@ def test_an_unreachable_host_is_4(probe):
 @pytest.mark.parametrize("argv, code, words", [
     (["-i", "broken.yml"], 3, "inventory broken.yml is broken"),
     (["-i", "missing.yml"], 3, "inventory missing.yml does not exist"),
-    (["--playbook", "nosuch"], 3, "playbook nosuch does not exist: give a playbook file or one of the collection's (check, "),
+    (["--playbook", "nosuch"], 3,
+     "playbook nosuch does not exist: give a playbook file or one of the collection's (check, "),
     (["--playbook", "bad.yml"], 3, "bad.yml: YAML parsing failed"),
     (["--limit", "nohost"], 3, "--limit 'nohost' matches no host of hosts.yml"),
     (["-e", "@missing.yml"], 3, "extra-vars file missing.yml does not exist"),

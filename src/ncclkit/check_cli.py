@@ -74,7 +74,8 @@ def build_document(hosts: list[str], collector: CheckCollector, failures: list[d
     check = collector.check
     failed = [f for f in failures if f["host"] not in collector.unreachable]
     if collector.unreachable:
-        verdict = f"NOT CHECKED: {len(collector.unreachable)} host(s) unreachable: {', '.join(sorted(collector.unreachable))}"
+        names = ", ".join(sorted(collector.unreachable))
+        verdict = f"NOT CHECKED: {len(collector.unreachable)} host(s) unreachable: {names}"
     elif check is None:
         first = failed[0] if failed else {"host": "?", "task": "?", "msg": "the play ended before its check step"}
         verdict = f"NOT CHECKED: {first['host']}: {first['task']}: {first['msg']}"

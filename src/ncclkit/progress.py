@@ -120,11 +120,12 @@ class PlainProgress(ProgressTracker):
         if not rows:
             return
         header = ["host", *(name for name, _ in RECAP_COLUMNS)]
-        table = [header, *([host, *map(str, counts)] for host, counts in rows)]
+        table = [header, *([host, *(str(counts[name]) for name, _ in RECAP_COLUMNS)] for host, counts in rows)]
         widths = [max(len(row[i]) for row in table) for i in range(len(header))]
         self._print("RECAP")
         for row in table:
-            cells = [row[0].ljust(widths[0]), *(cell.rjust(width) for cell, width in zip(row[1:], widths[1:]))]
+            numbers = (cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True))
+            cells = [row[0].ljust(widths[0]), *numbers]
             self._print("  " + "  ".join(cells).rstrip())
 
 
@@ -178,16 +179,15 @@ class RichProgress(ProgressTracker):
         for name, _ in RECAP_COLUMNS:
             table.add_column(name, justify="right")
         for host, counts in rows:
-            styles = dict(zip((name for name, _ in RECAP_COLUMNS), counts))
-            color = "red" if styles["failed"] or styles["unreachable"] else "yellow" if styles["changed"] else "green"
-            table.add_row(f"[{color}]{host}[/{color}]", *map(str, counts))
+            color = "red" if counts["failed"] or counts["unreachable"] else "yellow" if counts["changed"] else "green"
+            table.add_row(f"[{color}]{host}[/{color}]", *(str(counts[name]) for name, _ in RECAP_COLUMNS))
         self.console.print(table)
 
 
-def recap_rows(stats: dict) -> list[tuple[str, list[int]]]:
-    """(host, counts in RECAP_COLUMNS order) for every host in ansible's final stats."""
+def recap_rows(stats: dict) -> list[tuple[str, dict[str, int]]]:
+    """(host, {recap column: count}) for every host in ansible's final stats, by name."""
     hosts = sorted({host for key in dict(RECAP_COLUMNS).values() for host in stats.get(key, {})})
-    return [(host, [stats.get(key, {}).get(host, 0) for _, key in RECAP_COLUMNS]) for host in hosts]
+    return [(host, {name: stats.get(key, {}).get(host, 0) for name, key in RECAP_COLUMNS}) for host in hosts]
 
 
 def make_progress(stream, tty: bool) -> ProgressTracker:

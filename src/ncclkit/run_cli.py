@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ncclkit import exitcodes
 from ncclkit.paths import collection_root, site_playbook
+from ncclkit.progress import PlainProgress, make_progress, recap_rows
 
 LOG_NAME = "ansible-run.log"
 # Where nccl_validate puts its reports (nccl_validate_report_parent's default), relative to here.
@@ -66,7 +67,6 @@ def run_command(args: argparse.Namespace) -> int:
     except BadInput as error:
         print(f"ncclkit run: {error}", file=sys.stderr)
         return error.code
-    from ncclkit.progress import PlainProgress, make_progress
     from ncclkit.runner import run_playbook  # ansible-runner is slow to import
 
     progress = PlainProgress(sys.stderr) if args.json else make_progress(sys.stdout, sys.stdout.isatty())
@@ -208,10 +208,8 @@ def ansible_error(log: Path | None) -> str:
 def run_document(result, code: int, progress, log: Path | None) -> dict:
     """The --json document: one object a CI job can read."""
     hosts = {host: state.as_dict() for host, state in progress.hosts.items()}
-    from ncclkit.progress import recap_rows, RECAP_COLUMNS
-
     for host, counts in recap_rows(result.stats):  # ansible's final counts win over the live ones
-        hosts[host] = {**hosts.get(host, {}), **dict(zip((name for name, _ in RECAP_COLUMNS), counts))}
+        hosts[host] = {**hosts.get(host, {}), **counts}
     return {
         "rc": code, "status": result.status, "ansible_rc": result.rc, "hosts": hosts,
         "failures": [f for f in result.failures if f["host"] not in result.unreachable],

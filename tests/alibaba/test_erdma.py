@@ -14,12 +14,12 @@ import subprocess
 
 import pytest
 import yaml
+
 from ansible_collections.ncclkit.cluster.plugins.filter.nccl_profile import expected_transport
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import env_problems, profile_env
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import read_nccl_log
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report import run_verdict
 from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import erdma_devices, usable_rdma_ports
-
 from conftest import REPO_ROOT, SAMPLES
 
 
@@ -39,7 +39,8 @@ def rdma_device(root, name, driver, state="4: ACTIVE", link_layer="Ethernet"):
 
 def profile_script_lines(sysfs):
     """nccl_preflight's own RDMA listing script, pointed at a fake /sys."""
-    script = yaml.safe_load((REPO_ROOT / "roles/nccl_preflight/vars/main.yml").read_text())["_nccl_preflight_rdma_script"]
+    role_vars = yaml.safe_load((REPO_ROOT / "roles/nccl_preflight/vars/main.yml").read_text())
+    script = role_vars["_nccl_preflight_rdma_script"]
     done = subprocess.run(["sh", "-c", script.replace("/sys/class/infiniband", f"{sysfs}/class/infiniband")],
                           capture_output=True, text=True, check=True)
     return done.stdout.splitlines()
