@@ -78,7 +78,8 @@ def run_command(args: argparse.Namespace) -> int:
             on_event=progress, keep_log=log.keep)
     except KeyboardInterrupt:
         progress.finish({})
-        print(f"ncclkit run: interrupted; the log so far: {log.path}", file=sys.stderr)
+        kept = f"; the log so far: {log.path}" if log.path else ""
+        print(f"ncclkit run: interrupted{kept}", file=sys.stderr)
         return exitcodes.INTERRUPTED
     progress.finish(result.stats)
     code = exit_code(result.rc, result.unreachable)
