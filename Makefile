@@ -18,7 +18,12 @@ APT_PACKAGES := python3-venv openssh-server openssh-client nftables iproute2 ipu
 APT_STAMP := $(VENV)/.apt-installed
 PIP_STAMP := $(VENV)/.pip-installed
 
-.PHONY: setup demo test test-unit test-lab lint build molecule clean
+# The fast lane for contributors: unit and static tests, no lab, no playbook runs, no molecule
+# (about a minute on 2 cores). `lab` and `slow` tests are left out by their markers.
+FAST_TESTS := tests/unit tests/test_roles_static.py tests/test_site_order.py
+FAST_MARKERS := not lab and not slow
+
+.PHONY: setup install demo test test-fast test-lab lint molecule build clean
 
 setup: $(APT_STAMP) $(PIP_STAMP)
 
@@ -60,8 +65,21 @@ test: install
 	$(BIN)/pytest -q
 	$(MAKE) --no-print-directory lint molecule
 
+# No install: the tests import src/ and the collection from this checkout (tests/conftest.py).
+test-fast: setup
+	$(BIN)/pytest -q -m "$(FAST_MARKERS)" $(FAST_TESTS)
+
+# Only the tests that build lab clusters of network namespaces (root).
+test-lab: install
+	$(BIN)/pytest -q -m lab
+
 lint: setup
+	$(BIN)/ruff check .
 	$(BIN)/ansible-lint --offline
+
+# The wheel (the command and the collection), into dist/
+build: setup
+	$(BIN)/python -m pip wheel -q --no-deps -w dist .
 
 molecule: install
 	$(BIN)/molecule test -s default

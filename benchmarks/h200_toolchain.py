@@ -25,9 +25,8 @@ facts = toolchain.detect_toolchain(params)
 elapsed = time.monotonic() - started
 _, names = toolchain.run_command(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
 gpus = [line.strip() for line in names.splitlines() if line.strip()]
-where = "{0} x {1}".format(len(gpus), ", ".join(sorted(set(gpus)))) if gpus else "a host without GPU"
+where = "{} x {}".format(len(gpus), ", ".join(sorted(set(gpus)))) if gpus else "a host without GPU"
 command = "python3 benchmarks/h200_toolchain.py" + "".join(" " + a for a in sys.argv[1:])
-source = "recorded {0} on {1} by {2}".format(
-    datetime.datetime.now(datetime.timezone.utc).date().isoformat(), where, command)
+source = f"recorded {datetime.datetime.now(datetime.UTC).date().isoformat()} on {where} by {command}"
 print(json.dumps({"_source": source, **facts}, indent=2))
-print("detection took {0:.2f} s".format(elapsed), file=sys.stderr)
+print(f"detection took {elapsed:.2f} s", file=sys.stderr)

@@ -56,6 +56,6 @@ def play(inventory: Path, playbook: str, variables: dict | None = None, env: dic
                 "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_DEPRECATION_WARNINGS": "0", **(env or {})}
     started = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO_ROOT, env=full_env, timeout=timeout)
-    recap = {host: dict(zip(("ok", "changed", "unreachable", "failed"), map(int, counts)))
+    recap = {host: dict(zip(("ok", "changed", "unreachable", "failed"), map(int, counts), strict=True))
              for host, *counts in RECAP.findall(done.stdout)}
     return Played(done.returncode, done.stdout + done.stderr, time.monotonic() - started, recap)

@@ -100,10 +100,9 @@ def test_report_html_renders_in_chromium(browser, tmp_path, case):
     page.on("request", lambda request: requests.append(request.url))
     page.goto(page_path.as_uri(), wait_until="load")
 
-    assert page.title() == "ncclkit validation report: {0} ({1} UTC)".format(report["verdict"].upper(),
-                                                                             report["created"])
+    assert page.title() == f"ncclkit validation report: {report['verdict'].upper()} ({report['created']} UTC)"
     for host in set(report["hosts"]) | set(report["network"]):
-        row = page.locator('table.hosts tr[data-host="{0}"]'.format(host))
+        row = page.locator(f'table.hosts tr[data-host="{host}"]')
         assert row.count() == 1 and row.is_visible() and row.locator("td").first.inner_text() == host
     measured = [run for run in report["runs"] if (run.get("perf") or {}).get("rows")]
     if measured:
@@ -127,9 +126,9 @@ def test_report_html_renders_in_chromium(browser, tmp_path, case):
     assert page.locator("table.matrix td[data-pair]").count() == len(pairs)
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    screenshot = ARTIFACTS / "report-{0}.png".format(case)
+    screenshot = ARTIFACTS / f"report-{case}.png"
     page.screenshot(path=str(screenshot), full_page=True)
     page.close()
-    print("\nscreenshot of report.html ({0}): {1}".format(case, screenshot))
+    print(f"\nscreenshot of report.html ({case}): {screenshot}")
     assert errors == [] and failed == []
-    assert requests == [page_path.as_uri()], "the page loaded more than itself: {0}".format(requests)
+    assert requests == [page_path.as_uri()], f"the page loaded more than itself: {requests}"

@@ -89,5 +89,6 @@ def test_ncclkit_run_plots_the_report_the_play_wrote(tmp_path, monkeypatch, caps
     folder = tmp_path / "ncclkit-report" / "20261202T090419Z"
     assert code == 0, printed
     assert f"report: {folder} (plot: {folder / 'busbw.png'})" in printed
+    assert "TASK [Write it]" in (folder / "ansible-run.log").read_text()   # the run's log beside its report
     assert (folder / "busbw.png").read_bytes()[:8] == PNG_MAGIC
 

@@ -3,7 +3,7 @@
 import sys
 
 from conftest import REPO_ROOT
-from ncclkit.run_cli import ProgressPrinter
+from ncclkit.progress import PlainProgress
 from ncclkit.runner import run_playbook
 
 PLAYBOOK = """
@@ -37,6 +37,8 @@ def test_run_playbook_streams_progress_events_and_returns_stats(tmp_path):
                           extravars={"probe_word": "there"}, on_event=events.append)
     assert result.rc == 0 and result.status == "successful"
     assert result.stats["ok"] == {"probe1": 1}
+    starts = [e["event_data"]["task"] for e in events if e["event"] == "runner_on_start"]
+    assert starts == ["Say hello", "Fail when asked"]  # per host, before its `when` skips it
     tasks = [e["event_data"]["task"] for e in events if e["event"] == "playbook_on_task_start"]
     assert tasks == ["Say hello", "Fail when asked"]
     messages = [e["event_data"]["res"]["msg"] for e in events if e["event"] == "runner_on_ok"]
@@ -47,9 +49,9 @@ def test_run_playbook_reports_the_failing_host_and_task(tmp_path, capsys):
     playbook = tmp_path / "probe.yml"
     playbook.write_text(PLAYBOOK)
     result = run_playbook(playbook, _inventory(tmp_path), project_dir=REPO_ROOT,
-                          extravars={"probe_fail": True}, on_event=ProgressPrinter())
+                          extravars={"probe_fail": True}, on_event=PlainProgress())
     assert result.rc != 0 and result.status == "failed"
     assert result.failures == [{"host": "probe1", "task": "Fail when asked", "msg": "asked to fail"}]
     printed = capsys.readouterr().out
     assert "== Runner probe" in printed and "[2] Fail when asked" in printed
-    assert "probe1: FAILED" in printed
+    assert "probe1: failed (ok=1 changed=0 failed=1 unreachable=0): asked to fail" in printed

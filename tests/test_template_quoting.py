@@ -63,8 +63,9 @@ def rendered(tmp_path_factory):
                                                             "vars": COMMON}}))
     templates = [{"src": str(REPO_ROOT / "roles/nccl_profile/templates" / name)} for name in PROFILE]
     templates.append({"src": str(REPO_ROOT / "roles/nccl_tests/templates/build.sh.j2")})
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
-           "ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0"}
+    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
+           "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_LOCALHOST_WARNING": "0",
+           "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0"}
     done = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(work / "hosts.yml"),
                            str(work / "play.yml"), "-e", json.dumps({"out": str(work), "templates": templates})],
                           capture_output=True, text=True, cwd=work, env=env, timeout=120)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 from ncclkit import exitcodes
+from ncclkit.inventory import InventoryError, group_hosts
 from ncclkit.paths import collection_root
 
 
@@ -24,29 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=check_command)
 
 
-class InventoryError(ValueError):
-    """The inventory is missing, empty or does not parse; the message names it and the fix."""
-
-
 def cluster_hosts(inventory: Path) -> list[str]:
     """The hosts of the inventory's `cluster` group, or InventoryError."""
-    if not inventory.exists():
-        raise InventoryError(f"inventory {inventory} does not exist (for the lab: run 'ncclkit lab up' first)")
-    os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_FAILED", "true")
-    from ansible.errors import AnsibleError
-    from ansible.inventory.manager import InventoryManager
-    from ansible.parsing.dataloader import DataLoader
-
-    try:
-        manager = InventoryManager(loader=DataLoader(), sources=[str(inventory)])
-    except AnsibleError as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else "it does not parse"
-        raise InventoryError(f"inventory {inventory} is broken: {first}") from None
-    group = manager.groups.get("cluster")
-    hosts = [host.name for host in group.get_hosts()] if group else []
-    if not hosts:
-        raise InventoryError(f"inventory {inventory} has no hosts in the group 'cluster': list the nodes there")
-    return hosts
+    return group_hosts(inventory, "cluster")
 
 
 def check_command(args: argparse.Namespace) -> int:
@@ -94,7 +74,8 @@ def build_document(hosts: list[str], collector: CheckCollector, failures: list[d
     check = collector.check
     failed = [f for f in failures if f["host"] not in collector.unreachable]
     if collector.unreachable:
-        verdict = f"NOT CHECKED: {len(collector.unreachable)} host(s) unreachable: {', '.join(sorted(collector.unreachable))}"
+        names = ", ".join(sorted(collector.unreachable))
+        verdict = f"NOT CHECKED: {len(collector.unreachable)} host(s) unreachable: {names}"
     elif check is None:
         first = failed[0] if failed else {"host": "?", "task": "?", "msg": "the play ended before its check step"}
         verdict = f"NOT CHECKED: {first['host']}: {first['task']}: {first['msg']}"

@@ -51,7 +51,7 @@ def bandwidth_figure(report: dict):
         axes.xaxis.set_major_formatter(FuncFormatter(lambda size, _: report_utils.human_size(int(size))))
         axes.set_xlabel("message size")
         axes.set_ylabel("bus bandwidth, out-of-place (GB/s)")
-        axes.set_title("all_reduce_perf: {0} ({1} UTC)".format(report["verdict"].upper(), report["created"]))
+        axes.set_title("all_reduce_perf: {} ({} UTC)".format(report["verdict"].upper(), report["created"]))
         axes.grid(True, which="major", alpha=0.3)
         axes.legend(loc="upper left", fontsize="small")
         figure.tight_layout()

@@ -1,17 +1,19 @@
-"""Run a playbook through ansible-runner, as ansible-navigator does: json_mode, events into a
-queue for progress, and a fresh private data dir per run."""
+"""Run a playbook through ansible-runner: events into a queue for progress, ansible-playbook's own
+output kept as the run's log, and a fresh private data dir per run."""
 
 from __future__ import annotations
 
 import os
 import queue
+import shlex
 import shutil
+import signal
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 import ansible_runner
 
@@ -19,6 +21,7 @@ import ansible_runner
 PROGRESS_EVENTS = {
     "playbook_on_play_start",
     "playbook_on_task_start",
+    "runner_on_start",
     "runner_on_ok",
     "runner_on_failed",
     "runner_on_unreachable",
@@ -27,13 +30,20 @@ PROGRESS_EVENTS = {
 
 STATS_KEYS = ("ok", "changed", "failures", "dark", "skipped", "rescued", "ignored")
 
+# How often (seconds) ansible-runner looks at the cancel flag, and how long ansible-playbook has to
+# stop its workers after Ctrl-C before ansible-runner kills its process group (the workers are in
+# sessions of their own: only ansible-playbook stops them).
+CANCEL_POLL_S = 0.5
+STOP_GRACE_S = 10
+
 
 @dataclass
 class PlaybookResult:
     rc: int
     status: str
     stats: dict = field(default_factory=dict)
-    failures: list[dict] = field(default_factory=list)
+    failures: list[dict] = field(default_factory=list)      # failed and unreachable, not ignored
+    unreachable: dict[str, str] = field(default_factory=dict)  # host -> why
 
 
 def run_playbook(
@@ -42,30 +52,50 @@ def run_playbook(
     *,
     project_dir: str | Path,
     extravars: dict | None = None,
+    extra_args: Iterable[str] = (),
     check: bool = False,
+    diff: bool = False,
+    limit: str | None = None,
     tags: Iterable[str] = (),
+    skip_tags: Iterable[str] = (),
+    verbosity: int = 0,
     on_event: Callable[[dict], None] | None = None,
+    keep_log: Callable[[Path], None] | None = None,
 ) -> PlaybookResult:
-    """Run `playbook` against `inventory`; `on_event` gets each progress event as it happens."""
+    """Run `playbook` against `inventory`; `on_event` gets each progress event as it happens.
+
+    `extra_args` are ansible-playbook's own `-e` values (NAME=VALUE, JSON, @file), passed as given.
+    `keep_log(path)` gets ansible-playbook's output file before the private data dir goes, also when
+    the run is interrupted. Ctrl-C (KeyboardInterrupt) stops ansible-playbook and is raised again.
+    """
     events: queue.Queue = queue.Queue()
     private_data_dir = tempfile.mkdtemp(prefix="ncclkit-runner-")
-    cmdline = " ".join(filter(None, ["--check" if check else "", f"--tags {','.join(tags)}" if tags else ""]))
+    cmdline = [*(["--check"] if check else []), *(["--diff"] if diff else [])]
+    for value in extra_args:
+        cmdline += ["-e", value]
     failures: list[dict] = []
+    unreachable: dict[str, str] = {}
     stats: dict = {}
+    cancel = threading.Event()
+    playbook_pid: list[int] = []  # ansible-playbook's, from its first event
 
     def collect(event: dict) -> bool:
-        if event.get("event") == "playbook_on_stats":
-            data = event.get("event_data", {})
+        kind = event.get("event")
+        data = event.get("event_data", {})
+        if not playbook_pid and isinstance(event.get("pid"), int):
+            playbook_pid.append(event["pid"])
+        if kind == "playbook_on_stats":
             stats.update({key: data.get(key, {}) for key in STATS_KEYS})
-        if event.get("event") in PROGRESS_EVENTS:
+        if kind in PROGRESS_EVENTS:
             events.put(event)
-        if event.get("event") in ("runner_on_failed", "runner_on_unreachable"):
-            data = event.get("event_data", {})
-            if not data.get("ignore_errors"):
-                failures.append({"host": data.get("host"), "task": data.get("task"),
-                                 "msg": data.get("res", {}).get("msg", "")})
+        if kind in ("runner_on_failed", "runner_on_unreachable") and not data.get("ignore_errors"):
+            failures.append({"host": data.get("host"), "task": data.get("task"),
+                             "msg": str(data.get("res", {}).get("msg", "")).strip()})
+        if kind == "runner_on_unreachable":
+            unreachable[data.get("host")] = str(data.get("res", {}).get("msg", "")).strip()
         return False  # keep no job_events files: the queue carries them
 
+    runner = None
     try:
         thread, runner = ansible_runner.run_async(
             private_data_dir=private_data_dir,
@@ -73,16 +103,30 @@ def run_playbook(
             playbook=str(Path(playbook).resolve()),
             inventory=str(Path(inventory).resolve()),
             extravars=extravars or {},
-            cmdline=cmdline or None,
-            json_mode=True,
+            cmdline=shlex.join(cmdline) if cmdline else None,
+            limit=limit or None,
+            tags=",".join(tags) or None,
+            skip_tags=",".join(skip_tags) or None,
+            verbosity=verbosity or None,
             quiet=True,
             event_handler=collect,
+            # Our own flag: ansible-runner's default takes SIGINT and SIGTERM from the process for good.
+            cancel_callback=cancel.is_set,
+            settings={"pexpect_timeout": CANCEL_POLL_S},
             envvars=_ansible_env(Path(project_dir)),
         )
-        _drain(events, thread, on_event)
-        return PlaybookResult(rc=runner.rc, status=runner.status, stats=stats,
-                              failures=failures)
+        try:
+            _drain(events, thread, on_event)
+        except KeyboardInterrupt:
+            _stop(thread, playbook_pid)
+            cancel.set()  # what is left: ansible-runner kills ansible-playbook's process group
+            thread.join()
+            raise
+        return PlaybookResult(rc=runner.rc, status=runner.status, stats=stats, failures=failures,
+                              unreachable=unreachable)
     finally:
+        if keep_log and runner is not None and Path(runner.config.artifact_dir, "stdout").is_file():
+            keep_log(Path(runner.config.artifact_dir, "stdout"))
         shutil.rmtree(private_data_dir, ignore_errors=True)
 
 
@@ -91,10 +135,22 @@ def _ansible_env(project_dir: Path) -> dict:
     env = {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
            # Relative paths of the roles (nccl_validate's report folder) are the caller's, not the
            # project folder's that ansible-runner starts ansible-playbook in.
-           "PWD": os.getcwd()}
+           "PWD": os.getcwd(),
+           # The output is kept as the run's log, a file: no terminal colour codes in it.
+           "ANSIBLE_NOCOLOR": "1"}
     if (project_dir / "ansible.cfg").is_file():
         env["ANSIBLE_CONFIG"] = str((project_dir / "ansible.cfg").resolve())
     return env
+
+
+def _stop(thread: threading.Thread, playbook_pid: list[int]) -> None:
+    """Ctrl-C for ansible-playbook, as on a terminal: it stops its workers and the tasks they run."""
+    if playbook_pid and thread.is_alive():  # alive: ansible-runner has not reaped it, the pid is its
+        try:
+            os.kill(playbook_pid[0], signal.SIGINT)
+        except ProcessLookupError:
+            return
+        thread.join(STOP_GRACE_S)
 
 
 def _drain(events: queue.Queue, thread: threading.Thread, on_event) -> None:

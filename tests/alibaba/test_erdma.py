@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from ansible_collections.ncclkit.cluster.plugins.filter.nccl_profile import expected_transport
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import env_problems, profile_env
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import read_nccl_log
@@ -21,7 +22,6 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices impor
     read_port_lines,
     usable_rdma_ports,
 )
-
 from conftest import SAMPLES
 
 

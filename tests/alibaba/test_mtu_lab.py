@@ -39,7 +39,8 @@ def lab(tmp_path_factory):
 @pytest.fixture
 def ecs():
     instances = {f"i-bp1node{i}": {"EnableJumboFrame": True, "SecurityGroupIds": ["sg-bp1lab"]} for i in (1, 2)}
-    with EcsStandin({KEY: SECRET}, instances, {"sg-bp1lab": {"InnerAccessPolicy": "Drop", "Permissions": []}}) as server:
+    groups = {"sg-bp1lab": {"InnerAccessPolicy": "Drop", "Permissions": []}}
+    with EcsStandin({KEY: SECRET}, instances, groups) as server:
         yield server
 
 

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from ansible_collections.ncclkit.cluster.plugins.filter.mtu import cluster_mtu_plan, mtu_hosts
 from ansible_collections.ncclkit.cluster.plugins.module_utils.mtu_persist import plan_persist
 from ansible_collections.ncclkit.cluster.plugins.module_utils.mtu_plan import MtuPlanError, mtu_plan
@@ -33,7 +34,8 @@ def test_erdma_is_8500_with_jumbo_frames_and_1400_without():
 
 
 @pytest.mark.parametrize("wanted,specs,jumbo,message", [
-    (9000, [(1500, 9000, False), (1500, 8500, False)], None, "above what the NIC takes on node2 (eth1 takes at most 8500)"),
+    (9000, [(1500, 9000, False), (1500, 8500, False)], None,
+     "above what the NIC takes on node2 (eth1 takes at most 8500)"),
     (9000, [(1500, 9216, True)], True, "with jumbo frames on the MTU must be 8500, not 9000"),
     (1500, [(1500, 9216, True)], None, "must be 8500 or 1400, not 1500"),
     (8500, [(1500, 9216, False)], False, "needs jumbo frames, which the instances have off"),
@@ -47,7 +49,8 @@ def test_an_mtu_that_does_not_fit_stops_before_any_change(wanted, specs, jumbo, 
 
 
 def test_the_hosts_come_from_preflight_and_fabric_facts():
-    hostvars = {"node1": {"ncclkit_cluster_ifname": "eth1", "nccl_preflight_rdma_ports": ["rocep0s5|1|4: ACTIVE|Ethernet|erdma"],
+    hostvars = {"node1": {"ncclkit_cluster_ifname": "eth1",
+                          "nccl_preflight_rdma_ports": ["rocep0s5|1|4: ACTIVE|Ethernet|erdma"],
                           "nccl_preflight_nics": [{"name": "eth0", "mtu": 1500},
                                                   {"name": "eth1", "mtu": 8500, "max_mtu": 9000}]},
                 "node2": {"ncclkit_cluster_ifname": "eth1", "nccl_preflight_nics": [{"name": "eth1", "mtu": 1500}]}}
@@ -114,7 +117,8 @@ def test_ifcfg_replaces_its_mtu_line(tmp_path):
 
 def test_ifupdown_puts_mtu_in_the_nics_stanza_only(tmp_path):
     write(tmp_path, "etc/network/interfaces",
-          "auto lo\niface lo inet loopback\n\nauto eth1\niface eth1 inet dhcp\n    mtu 1500\n\nauto eth2\niface eth2 inet dhcp\n")
+          "auto lo\niface lo inet loopback\n\nauto eth1\niface eth1 inet dhcp\n    mtu 1500\n\n"
+          "auto eth2\niface eth2 inet dhcp\n")
     text, = plan_persist(str(tmp_path), "eth1", 8500)["files"].values()
     assert text == ("auto lo\niface lo inet loopback\n\nauto eth1\niface eth1 inet dhcp\n    mtu 8500\n\n"
                     "auto eth2\niface eth2 inet dhcp\n")

@@ -93,7 +93,8 @@ def test_site_yml_passes_twice_adapting_to_the_containers(lab, tmp_path):
 def test_the_shm_check_fires_for_two_gpus_in_64_mib(lab):
     fake = REPO_ROOT / "tests" / "nccl_tests" / "fakes.py"
     write = (f"{shlex.quote(sys.executable)} -c 'import sys; sys.path.insert(0, \"{fake.parent}\"); "
-             "import fakes, pathlib; fakes.make_fake_nvidia_smi(pathlib.Path(\"/root/fake-nvidia-smi\"), [\"8.0\", \"8.0\"])'")
+             "import fakes, pathlib; "
+             "fakes.make_fake_nvidia_smi(pathlib.Path(\"/root/fake-nvidia-smi\"), [\"8.0\", \"8.0\"])'")
     made = lab.exec("node1", ["sh", "-c", write], capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
     extra = {"nccl_preflight_nvidia_smi": "/root/fake-nvidia-smi"}

@@ -6,6 +6,7 @@ import os
 
 import pytest
 from ansible.errors import AnsibleFilterError
+
 from ansible_collections.ncclkit.cluster.plugins.filter.container import (
     container_firewall,
     container_port_range,

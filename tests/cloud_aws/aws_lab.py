@@ -42,7 +42,7 @@ def aws_lab_cluster(index: int, tmp_path_factory, ec2):
     cluster = make_cluster(ec2, "lab-cluster")
     servers = []
     try:
-        for node, instance in zip(lab.nodes(), cluster["instances"]):
+        for node, instance in zip(lab.nodes(), cluster["instances"], strict=False):
             subprocess.run(["ip", "netns", "exec", node.netns, "ip", "addr", "add", "169.254.169.254/32", "dev", "lo"],
                            check=True)
             server = subprocess.Popen(lab.command(node.name, [sys.executable, str(STANDIN), "169.254.169.254", "80",
@@ -93,5 +93,6 @@ def moto_state(ec2, group: str) -> tuple:
 
 def secrets_in(credentials: dict, texts: list[str], folder: Path) -> list[str]:
     """The planted credentials found in the texts or in any file under folder (should be none)."""
-    files = [path.read_text(errors="replace") for path in folder.rglob("*") if path.is_file()] if folder.exists() else []
+    paths = [path for path in folder.rglob("*") if path.is_file()] if folder.exists() else []
+    files = [path.read_text(errors="replace") for path in paths]
     return [name for name, value in credentials.items() if any(value in text for text in texts + files)]

@@ -70,7 +70,7 @@ def moto_server(credentials, tmp_path_factory):
             break
         except OSError:
             if proc.poll() is not None:
-                raise RuntimeError(f"moto server exited: {log.read_text()}")
+                raise RuntimeError(f"moto server exited: {log.read_text()}") from None
             time.sleep(0.2)
     else:
         proc.kill()

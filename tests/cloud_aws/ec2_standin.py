@@ -5,10 +5,11 @@ every interface as `interface`. This server answers DescribePlacementGroups and
 CreatePlacementGroup, and DescribeInstances from a fixture (instances=None: from moto).
 Security groups either come from the fixture too (read-only), or, with `forward_to`, every
 other operation (DescribeSecurityGroups, Authorize*/Revoke*, ...) is forwarded to moto, whose
-security groups keep real rule state: that is how the EFA self rules are applied and read back. Every request, answered or forwarded, is first checked against botocore's own EC2
-service model: the operation exists, every flattened parameter down to its leaf is a member of
-its shape, required members are present, enum values are among the model's; answers are
-serialized from the model's output shapes (element names, `item` lists), so a field the model
+security groups keep real rule state: that is how the EFA self rules are applied and read back.
+Every request, answered or forwarded, is first checked against botocore's own EC2 service model:
+the operation exists, every flattened parameter down to its leaf is a member of its shape,
+required members are present, enum values are among the model's; answers are serialized from
+the model's output shapes (element names, `item` lists), so a field the model
 lacks or an enum value it does not know (InterfaceType must be one of NetworkInterfaceType's,
 such as `efa` or `efa-only`) fails.
 """
@@ -185,8 +186,8 @@ class Ec2StandIn:
                     xml = serialize(operation.output_shape, {**data, "RequestId": "standin"}
                                     if "RequestId" in operation.output_shape.members else data,
                                     f"{operation.name}Response")
-                    xml = xml.replace(f"<{operation.name}Response>",
-                                      f'<{operation.name}Response xmlns="{NAMESPACE}"><requestId>standin</requestId>', 1)
+                    opening = f'<{operation.name}Response xmlns="{NAMESPACE}"><requestId>standin</requestId>'
+                    xml = xml.replace(f"<{operation.name}Response>", opening, 1)
                     code = 200
                 except ModelError as error:
                     code_name, _, message = str(error).partition(": ")

@@ -36,7 +36,8 @@ READS = {"DescribeInstances", "DescribeSecurityGroups", "DescribePlacementGroups
 def test_efa_audit_names_self_rules_both_ways_and_the_stray_instance(credentials, tmp_path):
     instances = [efa_instance("i-0efa0001", "trainer-1", "efa", "nccl"),
                  efa_instance("i-0efa0002", "trainer-2", "efa-only", "")]
-    with Ec2StandIn(instances, [efa_group()], [{"GroupName": "nccl", "Strategy": "cluster", "State": "available"}]) as api:
+    placement = {"GroupName": "nccl", "Strategy": "cluster", "State": "available"}
+    with Ec2StandIn(instances, [efa_group()], [placement]) as api:
         run = run_role(write_inventory(tmp_path / "hosts.yml", ["i-0efa0001", "i-0efa0002"]), api.url, credentials)
     assert run.rc == 0, run.output
     assert run.changed() == 0

@@ -17,13 +17,13 @@ import sys
 import tarfile
 
 import pytest
+from alibaba.test_erdma import profile_script_lines, rdma_device
 from lab_playbook import lab_cluster, play
+
 from ansible_collections.ncclkit.cluster.plugins.module_utils.efa_host import efa_devices, efa_env, fi_info_version
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import profile_env
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import read_nccl_log
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report import run_verdict
-
-from alibaba.test_erdma import profile_script_lines, rdma_device
 from conftest import SAMPLES
 
 INDEX = 101
@@ -59,8 +59,9 @@ def test_efa_is_found_by_driver_and_fi_info_is_read(tmp_path):
 
 
 def test_the_efa_profile_pins_the_plugin_and_leaves_the_rest_to_it():
-    env = efa_env({"FI_PROVIDER": "efa", "NCCL_PROTO": "simple", "X": "1"}, "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so")
-    assert env == {"X": "1", "NCCL_NET": "AWS Libfabric", "NCCL_NET_PLUGIN": "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so"}
+    plugin = "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so"
+    env = efa_env({"FI_PROVIDER": "efa", "NCCL_PROTO": "simple", "X": "1"}, plugin)
+    assert env == {"X": "1", "NCCL_NET": "AWS Libfabric", "NCCL_NET_PLUGIN": plugin}
     profile = profile_env({"ifname": "eth0", "cluster_networks": ["10.0.0.0/16"], "cloud_env": env})
     assert profile["NCCL_NET"] == "AWS Libfabric" and "NCCL_IB_DISABLE" not in profile
     assert profile["NCCL_SOCKET_IFNAME"] == "=eth0"   # bootstrap stays on the cluster NIC

@@ -5,8 +5,8 @@ import threading
 import pytest
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.aws_imds import ImdsError, read_instance
-from .imds_standin import identity, serve
 
+from .imds_standin import identity, serve
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lab_helpers import leftovers
+
 from ncclkit.lab import Lab
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

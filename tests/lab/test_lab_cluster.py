@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
+from lab_helpers import ansible_ping, leftovers, ncclkit, needs_root, pong_hosts
 
 from ncclkit.lab import Lab
-from lab_helpers import ansible_ping, leftovers, ncclkit, needs_root, pong_hosts
 
 pytestmark = [pytest.mark.lab, needs_root]
 

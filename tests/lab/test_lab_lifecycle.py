@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
+from lab_helpers import leftovers, ncclkit, needs_root
 
 from ncclkit.lab import Lab, LabError, netns, node
-from lab_helpers import leftovers, ncclkit, needs_root
 
 pytestmark = [pytest.mark.lab, needs_root]
 

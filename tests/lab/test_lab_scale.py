@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
+from lab_helpers import ansible_ping, leftovers, needs_root, pong_hosts
 
 from ncclkit.lab import Lab
-from lab_helpers import ansible_ping, leftovers, needs_root, pong_hosts
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow, needs_root]
 

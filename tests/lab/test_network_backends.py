@@ -7,7 +7,6 @@ a second run changes nothing, and `absent` takes back only ncclkit's rules."""
 from __future__ import annotations
 
 import pytest
-
 from lab_helpers import needs_root
 from network_helpers import Listeners, lab_with_outsider, play, reachable, sh
 
@@ -72,7 +71,8 @@ def test_a_default_drop_nftables_chain_is_refused_before_any_change(lab):
     result = play(lab.inventory, *FIREWALL_ONLY)
     assert result.rc != 0
     outcome = result.task("Add ncclkit's rules to the firewall (or remove them)")
-    assert outcome["node3"].get("failed") and "inet filter input drops what it does not accept" in outcome["node3"]["msg"]
+    assert outcome["node3"].get("failed")
+    assert "inet filter input drops what it does not accept" in outcome["node3"]["msg"]
     assert "nccl_network_nftables_chains" in outcome["node3"]["msg"]
     assert [outcome[node]["backend"] for node in ("node1", "node2", "node4")] == ["iptables", "ufw", "firewalld"]
     assert ours(lab)["node3"] == 0

@@ -10,7 +10,6 @@ import hashlib
 from pathlib import Path
 
 import pytest
-
 from lab_helpers import needs_root
 from network_helpers import lab_with_outsider, play, sh
 
@@ -69,7 +68,8 @@ def test_a_conflicting_sysctl_conf_line_is_named_and_nothing_written(lab):
     machine = machine_sysctl_conf()
     sh(lab, "node1", f"printf '# the site\\nvm.swappiness = 10\\n{KEY} = 1024 65000\\n' >> /etc/sysctl.conf")
     # node2 carries the file an earlier ncclkit wrote under the old name, and a file of the user's.
-    sh(lab, "node2", f"printf '{KEY}=32768 60999\\n' > {OLD} && printf 'vm.swappiness = 10\\n' > /etc/sysctl.d/60-user.conf")
+    sh(lab, "node2", f"printf '{KEY}=32768 60999\\n' > {OLD}"
+                     " && printf 'vm.swappiness = 10\\n' > /etc/sysctl.d/60-user.conf")
     assert machine_sysctl_conf() == machine
     lines = sh(lab, "node1", "cat /etc/sysctl.conf").splitlines()
     result = play(lab.inventory, "--tags", "nccl_preflight,nccl_network_sysctl")
@@ -84,7 +84,8 @@ def test_a_conflicting_sysctl_conf_line_is_named_and_nothing_written(lab):
     assert boot_value(lab, "node1") == "1024 65000"
 
     assert not outcome["node2"].get("failed") and outcome["node2"]["removed"] == [OLD]
-    assert sh(lab, "node2", f"ls {OLD} 2>/dev/null || true") == "" and "60-user.conf" in sh(lab, "node2", "ls /etc/sysctl.d")
+    assert sh(lab, "node2", f"ls {OLD} 2>/dev/null || true") == ""
+    assert "60-user.conf" in sh(lab, "node2", "ls /etc/sysctl.d")
     assert sh(lab, "node2", f"sysctl -n {KEY}").split() == ["32768", "60999"]
     assert boot_value(lab, "node2") == "32768 60999"
     assert machine_sysctl_conf() == machine

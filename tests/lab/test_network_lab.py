@@ -4,7 +4,6 @@ a port blocked by hand, an MTU mismatch, a reboot, and `absent`."""
 from __future__ import annotations
 
 import pytest
-
 from lab_helpers import needs_root
 from network_helpers import Listeners, lab_with_outsider, play, reachable, sh
 
@@ -39,7 +38,8 @@ def private_ip(node):
 def test_check_mode_shows_the_rules_and_changes_nothing(lab):
     result = play(lab.inventory, "--check", "--diff", structured=False)
     assert result.rc == 0, result.stdout[-3000:]
-    assert "+table inet ncclkit {" in result.stdout and "+\t\telements = { 198.19.20.11, 198.19.20.12 }" in result.stdout
+    assert "+table inet ncclkit {" in result.stdout
+    assert "+\t\telements = { 198.19.20.11, 198.19.20.12 }" in result.stdout
     for node in NODES:
         assert "ncclkit" not in sh(lab, node, "nft list tables")
         assert sh(lab, node, f"ls -d {NCCLKIT_FILES} 2>/dev/null || true") == ""

@@ -218,9 +218,11 @@ def test_ssh_trust_takes_cluster_addresses_only_and_pins_host_keys(lab, converge
     assert sorted(line for line in known.splitlines() if not line.startswith("#")) == [
         f"{node},{PRIVATE[node]} {served[node]}" for node in NODES]
     assert "ncclkit" not in node_sh(lab, "node1", "cat /etc/ssh/ssh_known_hosts 2>/dev/null").stdout
-    assert "GlobalKnownHostsFile /etc/ncclkit/ssh_known_hosts" in read(lab, "node1", "/etc/ssh/ssh_config.d/ncclkit.conf")
+    ssh_config = read(lab, "node1", "/etc/ssh/ssh_config.d/ncclkit.conf")
+    assert "GlobalKnownHostsFile /etc/ncclkit/ssh_known_hosts" in ssh_config
     # Every cluster key only from the cluster addresses, with no pty or forwarding.
-    keys = [line for line in read(lab, "node1", "/root/.ssh/authorized_keys").splitlines() if "ncclkit-cluster@" in line]
+    authorized = read(lab, "node1", "/root/.ssh/authorized_keys").splitlines()
+    keys = [line for line in authorized if "ncclkit-cluster@" in line]
     assert len(keys) == 2 and all(line.startswith(f'from="{PRIVATE["node1"]},{PRIVATE["node2"]}",restrict ')
                                   for line in keys), keys
     # The outsider shares the cluster network but not the cluster: node2's key does not let it in.

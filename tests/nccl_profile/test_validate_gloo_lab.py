@@ -37,7 +37,8 @@ def finish(play: subprocess.Popen, workdir: Path, timeout: float = 400) -> tuple
     out, _ = play.communicate(timeout=timeout)
     folders = sorted((workdir / "ncclkit-report").glob("2*"))
     assert len(folders) == 1, out[-3000:]
-    return play.returncode, " ".join(out.replace("''", "'").split()), json.loads((folders[0] / "report.json").read_text())
+    report = json.loads((folders[0] / "report.json").read_text())
+    return play.returncode, " ".join(out.replace("''", "'").split()), report
 
 
 def rank_pid(rank: int, limit_s: float = 400) -> int:
@@ -103,7 +104,8 @@ def signalled_run(lab, tmp_path, sig: int, timeout_s: int) -> tuple[int, str, di
 def test_a_stopped_rank_is_caught_by_the_timeout_with_its_evidence(lab, tmp_path):
     stopped, said, run = signalled_run(lab, tmp_path, signal.SIGSTOP, 30)
     assert run["timed_out"] and not run["passed"]
-    assert any(f"rank=1 host=node2 pid={stopped} state=T (stopped)" in line for line in run["forensics"]), run["forensics"]
+    stopped_line = f"rank=1 host=node2 pid={stopped} state=T (stopped)"
+    assert any(stopped_line in line for line in run["forensics"]), run["forensics"]
     assert "Gloo all-reduce across node1, node2: the Gloo all-reduce did not finish within 30 s" in said
     # The evidence names it: both ranks joined, so the network worked, and rank 1 is stopped.
     assert "hang in a collective" in run["reasons"][0], run["reasons"]

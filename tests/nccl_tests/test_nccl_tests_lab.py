@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from . import fakes
-from .conftest import REPO_ROOT, PLAYBOOK, ansible_env, parse_facts, parse_recap
+from .conftest import PLAYBOOK, REPO_ROOT, ansible_env, parse_facts, parse_recap
 
 INDEX = 80
 INSTALL = "/opt/ncclkit/nccl-tests"

@@ -25,8 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import (REPO_ROOT, ansible_argv, ansible_env, host_vars, make_calls, run_role,
-                       write_inventory)
+from .conftest import REPO_ROOT, ansible_argv, ansible_env, host_vars, make_calls, run_role, write_inventory
 
 BINARIES = ["all_reduce_perf", "all_gather_perf", "broadcast_perf", "reduce_scatter_perf",
             "reduce_perf", "alltoall_perf", "alltoallv_perf", "scatter_perf", "gather_perf",

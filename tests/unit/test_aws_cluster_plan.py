@@ -45,8 +45,9 @@ def test_efa_needs_self_in_and_out_even_beside_world_egress():
 
 
 def test_efa_with_both_self_rules_lacks_nothing():
-    plan = cluster_plan([instance("i-1", kind="efa", placement="pg")], [group(ingress=[self_all()], egress=[self_all()])],
-                        ["i-1"], {**SETTINGS, "placement_groups": [{"name": "pg", "strategy": "cluster"}]})
+    plan = cluster_plan([instance("i-1", kind="efa", placement="pg")],
+                        [group(ingress=[self_all()], egress=[self_all()])], ["i-1"],
+                        {**SETTINGS, "placement_groups": [{"name": "pg", "strategy": "cluster"}]})
     assert plan["problems"] == [] and plan["groups"][0]["missing"] == 0
 
 
@@ -74,7 +75,8 @@ def test_placement_names_instances_outside_and_the_commands():
 def test_a_wanted_group_that_does_not_exist_is_created_on_request_only():
     plan = cluster_plan([instance("i-1")], [group()], ["i-1"], {**SETTINGS, "placement_group": "nccl"})
     assert plan["placement"]["create"] is True
-    assert "create-placement-group --region us-east-1 --group-name nccl --strategy cluster" in " ".join(plan["commands"])
+    commands = " ".join(plan["commands"])
+    assert "create-placement-group --region us-east-1 --group-name nccl --strategy cluster" in commands
     spread = cluster_plan([instance("i-1", placement="s")], [group()], ["i-1"],
                           {**SETTINGS, "placement_groups": [{"name": "s", "strategy": "spread"}]})
     assert "has strategy spread, not cluster" in spread["problems"][-1]

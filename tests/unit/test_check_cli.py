@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 from conftest import REPO_ROOT
-
 from ncclkit import exitcodes
 from ncclkit.check_cli import CheckCollector, build_document
 
@@ -33,7 +32,8 @@ def test_bad_inventory_is_exit_3(tmp_path):
 def test_unreachable_hosts_are_named_not_judged():
     collector = CheckCollector()
     collector({"event": "runner_on_unreachable",
-               "event_data": {"host": "node2", "res": {"msg": "ssh: connect to host 198.18.151.12 port 22: No route to host"}}})
+               "event_data": {"host": "node2",
+                              "res": {"msg": "ssh: connect to host 198.18.151.12 port 22: No route to host"}}})
     document = build_document(["node1", "node2"], collector, [{"host": "node2", "task": "x", "msg": "m"}])
     assert document["verdict"] == "NOT CHECKED: 1 host(s) unreachable: node2"
     assert document["unreachable"]["node2"].endswith("No route to host") and not document["ready"]

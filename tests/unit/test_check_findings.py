@@ -110,7 +110,8 @@ def test_one_host_has_no_rendezvous_findings():
 
 def test_assignments_read_every_start_path_form():
     assert ch.assignments(ENV_RUNNER) == {"GLOO_SOCKET_IFNAME": "eth1", "NCCL_SOCKET_IFNAME": "=eth1"}
-    assert ch.assignments("# GLOO_SOCKET_IFNAME=eth0\nexport GLOO_SOCKET_IFNAME='eth1'\n") == {"GLOO_SOCKET_IFNAME": "eth1"}
+    found = ch.assignments("# GLOO_SOCKET_IFNAME=eth0\nexport GLOO_SOCKET_IFNAME='eth1'\n")
+    assert found == {"GLOO_SOCKET_IFNAME": "eth1"}
 
 
 def test_topology_from_a_real_matrix_and_far_nics():

@@ -14,6 +14,7 @@ def filters():
 
     was_controller = _internal.is_controller
     from ansible.errors import AnsibleFilterError
+
     from ansible_collections.ncclkit.cluster.plugins.filter.cloud_aws import FilterModule
 
     yield FilterModule().filters(), AnsibleFilterError

@@ -24,7 +24,8 @@ MODULE_UTILS_IMPORT = re.compile(r"ansible_collections\.ncclkit\.cluster\.plugin
 def _doc_entries():
     """{name: the entry's text} for every `### `name`` heading of docs/facts.md."""
     parts = re.split(r"^### `([a-z0-9_]+)`\n", DOC, flags=re.MULTILINE)
-    return {name: re.split(r"^## ", body, flags=re.MULTILINE)[0] for name, body in zip(parts[1::2], parts[2::2])}
+    pairs = zip(parts[1::2], parts[2::2], strict=True)
+    return {name: re.split(r"^## ", body, flags=re.MULTILINE)[0] for name, body in pairs}
 
 
 def _set_by(entry):

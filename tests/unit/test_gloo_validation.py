@@ -15,7 +15,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.gloo_perf import g
 
 
 def result(rank, busbw=1.5, correct=True, host=None):
-    return "ncclkit-gloo " + json.dumps({"rank": rank, "world": 2, "host": host or "node{0}".format(rank + 1),
+    return "ncclkit-gloo " + json.dumps({"rank": rank, "world": 2, "host": host or f"node{rank + 1}",
                                          "bytes": 4194304, "iters": 10, "seconds": 0.0056, "algbw_gbps": busbw,
                                          "busbw_gbps": busbw, "correct": correct, "torch": "2.13.0+cpu"})
 
@@ -103,8 +103,7 @@ def test_a_stopped_rank_is_described_before_the_tree_is_killed(tmp_path):
     script = "import os, signal, time; os.kill(os.getpid(), signal.SIGSTOP); time.sleep(60)"
     started = time.monotonic()
     # The launcher writes on its way out, as torchrun does when TERM reaches it.
-    launcher = "trap 'echo launcher stopping >&2; exit 143' TERM; {0} -c {1!r} & wait; echo never".format(
-        sys.executable, script)
+    launcher = f"trap 'echo launcher stopping >&2; exit 143' TERM; {sys.executable} -c {script!r} & wait; echo never"
     done = run_bounded(["sh", "-c", launcher],
                        str(tmp_path / "out"), str(tmp_path / "err"), timeout_s=2, kill_after_s=2,
                        env={**os.environ, "RANK": "3"}, ras_wait_s=0.1)
@@ -124,7 +123,7 @@ def gone_or_zombie(pid, limit_s=5.0):
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         try:
-            with open("/proc/{0}/stat".format(pid)) as stat:
+            with open(f"/proc/{pid}/stat") as stat:
                 if stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
                     return True
         except OSError:

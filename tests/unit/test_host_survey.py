@@ -4,9 +4,9 @@ import json
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
+from test_nvidia_smi import fake_smi
 
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_host_survey
-from test_nvidia_smi import fake_smi
 
 TWO_GPUS = ('printf "%s\\n" "0, NVIDIA H200, 9.0, 580.159.04, 143771, 00000000:00:06.0" '
             '"1, NVIDIA H200, 9.0, 580.159.04, 143771, 00000000:00:07.0"')

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT
 from ansible_collections.ncclkit.cluster.plugins.module_utils.linux_nics import read_nics
+from conftest import REPO_ROOT
 
 needs_ip = pytest.mark.skipif(not shutil.which("ip"), reason="iproute2 is the reference here")
 

@@ -28,7 +28,8 @@ def run(name="multi", host="node1", **fields):
 
 def matrix_row(source, target, status="ok", cause=None, bandwidth=None):
     return {"source": source, "target": target, "address": "10.0.0.2", "route_dev": "eth1", "ping": True,
-            "ping_large": True, "large_size": 1472, "ports_ok": [29500], "ports_failed": {}, "bandwidth_gbps": bandwidth,
+            "ping_large": True, "large_size": 1472, "ports_ok": [29500], "ports_failed": {},
+            "bandwidth_gbps": bandwidth,
             "status": status, "cause": cause}
 
 
@@ -124,7 +125,7 @@ def test_the_chart_has_a_path_per_measured_run_and_a_dashed_gate():
     multi_points = [tuple(map(float, point.split(","))) for point in re.findall(r"[\d.]+,[\d.]+", paths[1][0])]
     assert len(multi_points) == 4 and [x for x, _y in multi_points] == sorted(x for x, _y in multi_points)
     # Log scale: 1 MiB -> 8 MiB -> 64 MiB -> 512 MiB are equal steps on the x axis.
-    steps = [round(b[0] - a[0], 1) for a, b in zip(multi_points, multi_points[1:])]
+    steps = [round(b[0] - a[0], 1) for a, b in zip(multi_points, multi_points[1:], strict=False)]
     assert len(set(steps)) == 1
     gate, = re.findall(r'<line class="gate" x1="[\d.]+" x2="[\d.]+" y1="([\d.]+)"', svg)
     # 2.5 GB/s lies between the multi-node line's lowest (2.22) and highest (3.29) points (SVG y grows down).

@@ -2,10 +2,10 @@
 
 import json
 import os
+from unittest.mock import patch
 
 import pytest
 import yaml
-from unittest.mock import patch
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse_file, summarize

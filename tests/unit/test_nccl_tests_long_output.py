@@ -53,7 +53,7 @@ def test_chunk_boundaries_never_change_the_lines(monkeypatch, tmp_path, data):
     for text in (data, data + sample, sample.replace("\n", "\r\n") + data):
         path = tmp_path / "out.txt"
         path.write_bytes(text.encode("utf-8"))
-        assert outcome(lambda: parse_file(str(path))) == outcome(lambda: parse(text))
+        assert outcome(lambda path=path: parse_file(str(path))) == outcome(lambda text=text: parse(text))
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -88,7 +88,7 @@ def test_rows_beyond_the_bound_still_count_in_every_figure_and_gate(monkeypatch,
     bounded = parse_file(str(SAMPLES / name))
     kept = [row for run in bounded for row in run["rows"]]
     assert kept == [row for run in unbounded for row in run["rows"]][:2]
-    for cut, whole in zip(bounded, unbounded):
+    for cut, whole in zip(bounded, unbounded, strict=True):
         assert cut["row_count"] == whole["row_count"] == len(whole["rows"])
         assert {k: v for k, v in cut.items() if k != "rows"} == {k: v for k, v in whole.items() if k != "rows"}
     for gates in GATES:
@@ -147,5 +147,5 @@ def test_a_long_output_is_read_within_a_fixed_memory_bound(tmp_path):
         capture_output=True, text=True, check=True, timeout=300)
     passed, facts_bytes, peak_kib = done.stdout.split()
     assert passed == "True"
-    assert int(peak_kib) / 1024 < 80, "peak RSS {0:.0f} MiB for 200000 rows".format(int(peak_kib) / 1024)
+    assert int(peak_kib) / 1024 < 80, f"peak RSS {int(peak_kib) / 1024:.0f} MiB for 200000 rows"
     assert int(facts_bytes) < 10 * 1024 * 1024

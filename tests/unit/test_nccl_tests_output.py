@@ -94,7 +94,8 @@ EXPECTED = {
         collective="all_reduce_perf", nccl_tests_version=None, nccl_version=None, ranks=16,
         hosts=["ztan-mig-235z", "ztan-mig-gq73"], peak_busbw_gbps=338.82, peak_busbw_size_bytes=8589934592,
         largest_size_bytes=8589934592, largest_size_busbw_gbps=338.82, avg_busbw_gbps=70.742, wrong_total=0,
-        complete=True, args=["/opt/src/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", "1"])],
+        complete=True,
+        args=["/opt/src/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", "1"])],
     "perf-eks-efa-a10g-1rank-cut.txt": [dict(
         collective=None, nccl_version="2.22.3", ranks=1, hosts=["test-nccl-worker-0"], peak_busbw_gbps=0.0,
         largest_size_bytes=2147483648, avg_busbw_gbps=None, wrong_total=0, complete=False, errors=[])],
@@ -121,7 +122,7 @@ def test_every_added_sample_has_expectations():
 def test_sample_reads_as_expected(name):
     runs = runs_of(name)
     assert len(runs) == len(EXPECTED[name])
-    for run, expected in zip(runs, EXPECTED[name]):
+    for run, expected in zip(runs, EXPECTED[name], strict=True):
         assert set(run) == RUN_KEYS
         for key, value in expected.items():
             assert run[key] == (pytest.approx(value) if isinstance(value, float) else value), key
@@ -248,7 +249,7 @@ def test_json_and_text_of_the_same_run_agree():
     text, = runs_of("h200-1gpu-all_reduce_perf.txt")
     as_json, = runs_of("h200-1gpu-all_reduce_perf.json")
     assert [row["size_bytes"] for row in text["rows"]] == [row["size_bytes"] for row in as_json["rows"]]
-    for text_row, json_row in zip(text["rows"], as_json["rows"]):
+    for text_row, json_row in zip(text["rows"], as_json["rows"], strict=True):
         assert text_row["out_of_place"]["time_us"] == pytest.approx(json_row["out_of_place"]["time_us"], abs=0.01)
         assert text_row["out_of_place"]["wrong"] == json_row["out_of_place"]["wrong"] == 0
     assert text["devices"] == as_json["devices"]

@@ -18,8 +18,8 @@ HEADER_2_13 = """\
 
 
 def row_2_13(size, busbw, wrong="0", type_name="float", time=10.0):
-    half = "  {0:7.2f}  {1:6.2f}  {1:6.2f}  {2:>6s}".format(time, busbw, wrong)
-    return "{0:12d}  {1:12d}  {2:>8s}  {3:>6s}  {4:6d}".format(size, size // 4, type_name, "sum", -1) + half + half
+    half = f"  {time:7.2f}  {busbw:6.2f}  {busbw:6.2f}  {wrong:>6s}"
+    return "{:12d}  {:12d}  {:>8s}  {:>6s}  {:6d}".format(size, size // 4, type_name, "sum", -1) + half + half
 
 
 def modern_run(rows, program="all_reduce_perf", hosts=("node0", "node1"), footer=True, avg="1.5"):
@@ -29,12 +29,11 @@ def modern_run(rows, program="all_reduce_perf", hosts=("node0", "node1"), footer
              "# nThread 1 nGpus 1 minBytes 8 maxBytes 1024 step: 2(factor) warmup iters: 1 iters: 20 "
              "agg iters: 1 validation: 1 graph: 0 unalign: 0",
              "#", "# Using devices"]
-    lines += ["#  Rank {0:2d} Group  0 Pid {1:6d} on {2:>10s} device  0 [0000:00:06] NVIDIA H200".format(
-        rank, 1000 + rank, host) for rank, host in enumerate(hosts)]
+    lines += [f"#  Rank {rank:2d} Group  0 Pid {1000 + rank:6d} on {host:>10s} device  0 [0000:00:06] NVIDIA H200" for rank, host in enumerate(hosts)]
     lines += ["#"] + HEADER_2_13.splitlines()
     lines += [row_2_13(*row) for row in rows]
     if footer:
-        lines += ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : {0} ".format(avg), "#",
+        lines += ["# Out of bounds values : 0 OK", f"# Avg bus bandwidth    : {avg} ", "#",
                   "# Collective test concluded: " + program, "#"]
     return "\n".join(lines) + "\n"
 
@@ -160,12 +159,12 @@ def test_cputime_column():
 
 PREFIXES = {
     "mpirun --tag-output": lambda n: "[1,0]<stdout>:",
-    "mpirun --timestamp-output --tag-output": lambda n: "Mon Dec  2 10:57:{0:02d} 2026[1,0]<stdout>:".format(n % 60),
-    "mpirun --timestamp-output": lambda n: "Mon Dec  2 10:57:{0:02d} 2026<stdout>:".format(n % 60),
+    "mpirun --timestamp-output --tag-output": lambda n: f"Mon Dec  2 10:57:{n % 60:02d} 2026[1,0]<stdout>:",
+    "mpirun --timestamp-output": lambda n: f"Mon Dec  2 10:57:{n % 60:02d} 2026<stdout>:",
     "prrte tag-detailed": lambda n: "[prterun-node0-1234@1,0][node0:1234]<stdout>: ",
-    "prrte timestamp": lambda n: "[2026-12-02 10:57:{0:02d}]<stdout>: ".format(n % 60),
+    "prrte timestamp": lambda n: f"[2026-12-02 10:57:{n % 60:02d}]<stdout>: ",
     "srun --label": lambda n: "0: ",
-    "kubectl logs --timestamps": lambda n: "2026-12-02T10:57:{0:02d}.123456789Z ".format(n % 60),
+    "kubectl logs --timestamps": lambda n: f"2026-12-02T10:57:{n % 60:02d}.123456789Z ",
     "pdsh": lambda n: "node0: ",
     "ray with colours": lambda n: "\x1b[36m(head, rank=0, pid=3808)\x1b[0m ",
 }
@@ -199,7 +198,7 @@ def test_cycles_and_types_repeat_sizes():
 
 def test_rows_with_only_an_in_place_half():
     # Trace replay prints a blank out-of-place body.
-    row = "{0:12d}  {1:12d}  {2:>8s}  {3:>6s}  {4:6d}".format(1024, 256, "float", "sum", -1) + " " * 32 \
+    row = "{:12d}  {:12d}  {:>8s}  {:>6s}  {:6d}".format(1024, 256, "float", "sum", -1) + " " * 32 \
         + "  {0:7.2f}  {1:6.2f}  {1:6.2f}  {2:>6s}".format(5.0, 0.2, "0")
     run = only(modern_run([]).replace("# Out of bounds", row + "\n# Out of bounds"))
     assert run["rows"][0]["out_of_place"] is None
@@ -210,7 +209,8 @@ def test_rows_with_only_an_in_place_half():
 def test_ranks_of_an_nccl_tests_built_without_mpi_each_print_a_run():
     one = modern_run(ROWS, hosts=("node0",)).splitlines()
     two = modern_run(ROWS, hosts=("node1",)).splitlines()
-    interleaved = [tag + line for pair in zip(one, two) for tag, line in zip(("[1,0]<stdout>:", "[1,1]<stdout>:"), pair)]
+    interleaved = [tag + line for pair in zip(one, two, strict=True)
+                   for tag, line in zip(("[1,0]<stdout>:", "[1,1]<stdout>:"), pair, strict=True)]
     runs = parse("\n".join(interleaved))
     assert [run["ranks"] for run in runs] == [1, 1]
     assert [run["hosts"] for run in runs] == [["node0"], ["node1"]]
@@ -276,7 +276,7 @@ def test_collective_names():
 
 def test_absurdly_long_numbers_are_no_counts():
     digits = "9" * 5000
-    text = modern_run(ROWS).replace("Out of bounds values : 0 OK", "Out of bounds values : {0} OK".format(digits))
+    text = modern_run(ROWS).replace("Out of bounds values : 0 OK", f"Out of bounds values : {digits} OK")
     text = text.replace("nccl-library=22809", "nccl-library=" + digits)
     huge_row = row_2_13(1, 1.0).replace("           1", digits, 1)
     run = only(text.replace("# Out of bounds", huge_row + "\n# Out of bounds"))

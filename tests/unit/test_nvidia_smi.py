@@ -43,7 +43,8 @@ def test_read_gpus_asks_for_the_parsed_fields(tmp_path):
 
 def test_read_gpus_says_why_there_are_none(tmp_path):
     assert read_gpus(str(tmp_path / "absent-smi")) == ([], f"{tmp_path}/absent-smi not found")
-    failing = fake_smi(tmp_path, "echo 'NVIDIA-SMI has failed because it could not communicate with the driver' >&2; exit 9")
-    assert read_gpus(failing)[1] == f"{failing} failed: NVIDIA-SMI has failed because it could not communicate with the driver"
+    message = "NVIDIA-SMI has failed because it could not communicate with the driver"
+    failing = fake_smi(tmp_path, f"echo '{message}' >&2; exit 9")
+    assert read_gpus(failing)[1] == f"{failing} failed: {message}"
     silent = fake_smi(tmp_path, "exit 0")
     assert read_gpus(silent) == ([], f"{silent} failed: it listed no GPUs")

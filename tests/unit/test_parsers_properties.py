@@ -9,11 +9,11 @@ import struct
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nvidia_smi import parse_gpus as nvidia_smi_gpus
 from ansible_collections.ncclkit.cluster.plugins.module_utils import check_host, firewall_evidence, linux_nics
 from ansible_collections.ncclkit.cluster.plugins.module_utils.container_facts import parse_network_turbo
 from ansible_collections.ncclkit.cluster.plugins.module_utils.efa_host import efa_devices, fi_info_version
 from ansible_collections.ncclkit.cluster.plugins.module_utils.gloo_perf import gloo_perf
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nvidia_smi import parse_gpus as nvidia_smi_gpus
 from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import (
     erdma_devices,
     rdma_ports,
@@ -33,14 +33,12 @@ PIECES = ["0, NVIDIA H200, 9.0, 580.159.04, 143771, 00000000:00:06.0", ",", "mlx
 TEXT = st.one_of(st.text(max_size=400),
                  st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=12)), max_size=40).map("".join))
 LINES = TEXT.map(str.splitlines)
+NFT_KEYS = st.sampled_from(["nftables", "table", "chain", "rule", "expr", "family", "name", "hook", "policy",
+                            "match", "left", "right", "op", "payload", "field", "accept", "drop", "jump", "set",
+                            "prefix", "addr", "len", "meta", "key", "iifname", "tcp", "dport", "saddr", "ip"])
 JSON = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8)),
                     lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                            st.dictionaries(st.sampled_from(
-                                                ["nftables", "table", "chain", "rule", "expr", "family", "name",
-                                                 "hook", "policy", "match", "left", "right", "op", "payload",
-                                                 "field", "accept", "drop", "jump", "set", "prefix", "addr", "len",
-                                                 "meta", "key", "iifname", "tcp", "dport", "saddr", "ip"]) | st.text(max_size=5),
-                                                inner, max_size=4)),
+                                            st.dictionaries(NFT_KEYS | st.text(max_size=5), inner, max_size=4)),
                     max_leaves=25)
 
 
@@ -50,7 +48,7 @@ def test_nvidia_smi_rows_are_gpus_or_a_value_error(lines):
     try:
         gpus = nvidia_smi_gpus(lines)
     except ValueError as error:
-        assert "nvidia-smi printed" in str(error) or "invalid literal" in str(error) or "could not convert" in str(error)
+        assert any(words in str(error) for words in ("nvidia-smi printed", "invalid literal", "could not convert"))
         return
     assert all(isinstance(gpu["index"], int) and isinstance(gpu["memory_total_mib"], int) for gpu in gpus)
 

@@ -329,7 +329,8 @@ def test_an_mpicc_without_showme_folders_gives_its_install_folder(tmp_path):
     home = tmp_path / "hpcx" / "ompi"
     touch(home / "include" / "mpi.h")
     touch(home / "lib" / "libmpi.so")
-    mpicc = exe(home / "bin" / "mpicc", "#!/bin/sh\n[ \"$1\" = --showme:version ] && echo 'mpicc: Open MPI 5.0.3rc1 (C)'\n")
+    mpicc = exe(home / "bin" / "mpicc",
+                "#!/bin/sh\n[ \"$1\" = --showme:version ] && echo 'mpicc: Open MPI 5.0.3rc1 (C)'\n")
     found = tc.find_mpi("", str(mpicc), [])
     assert found["home"] == str(home) and found["mpicc"] == str(mpicc) and found["version"] == "5.0.3rc1"
 

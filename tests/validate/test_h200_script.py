@@ -43,7 +43,8 @@ def test_the_single_node_path_runs_end_to_end_with_stand_ins(tmp_path):
     done = subprocess.run(["bash", str(SCRIPT), str(out), "-e", f"nccl_preflight_nvidia_smi={smi}"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stdout[-4000:]
-    assert done.stdout.rstrip().endswith(f"ansible-playbook exited 0; report and raw outputs under {out}/ncclkit-report")
+    expected = f"ansible-playbook exited 0; report and raw outputs under {out}/ncclkit-report"
+    assert done.stdout.rstrip().endswith(expected)
     folder, = (out / "ncclkit-report").iterdir()
     report = json.loads((folder / "report.json").read_text())
     assert report["passed"] and [run["title"] for run in report["runs"]] == [f"single-node on {host()}"]

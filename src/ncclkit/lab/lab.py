@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Sequence
 
 from ncclkit.lab import inventory, netns, node, preflight, rootfs, sshd
 from ncclkit.lab.errors import LabError
@@ -221,7 +221,7 @@ class Lab:
             "outsider": plan.outsider, "mtu": plan.mtu, "profile": plan.profile,
             "inventory": str(inventory_path),
             "sshd": os.path.realpath(tools["sshd"]),
-            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "members": [asdict(member) | {"pid": None} for member in plan.members],
         }
         self.state_dir.create()

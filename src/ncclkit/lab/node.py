@@ -59,7 +59,7 @@ def start_holders(state: StateDir, plan: LabPlan, sshd: str) -> dict[str, int]:
     pids = result.stdout.split()
     if result.returncode != 0 or len(pids) != len(plan.members):
         raise LabError(f"starting the nodes failed: {result.stderr.strip() or result.stdout}")
-    started = {member.name: int(pid) for member, pid in zip(plan.members, pids)}
+    started = {member.name: int(pid) for member, pid in zip(plan.members, pids, strict=True)}
     for member in plan.members:
         if in_container(plan, member):   # unshare --fork: the holder is its child, PID 1 inside
             started[member.name] = forked_child(started[member.name], state, member.name)

@@ -12,9 +12,9 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from ncclkit.lab.errors import LabError
 from ncclkit.lab.plan import STATE_ROOT, state_dir
