@@ -62,7 +62,7 @@ demo: install
 	ncclkit lab status
 
 test: install
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=30
 	$(MAKE) --no-print-directory lint molecule
 
 # No install: the tests import src/ and the collection from this checkout (tests/conftest.py).
