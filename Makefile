@@ -17,7 +17,7 @@ APT_PACKAGES := python3-venv openssh-server openssh-client nftables iproute2 ipu
 APT_STAMP := $(VENV)/.apt-installed
 PIP_STAMP := $(VENV)/.pip-installed
 
-.PHONY: setup demo test test-unit test-lab lint build molecule clean
+.PHONY: setup demo test test-unit test-lab lint sanity build molecule clean
 
 setup: $(APT_STAMP) $(PIP_STAMP)
 
@@ -57,10 +57,34 @@ demo: install
 
 test: install
 	$(BIN)/pytest -q
-	$(MAKE) --no-print-directory lint molecule
+	$(MAKE) --no-print-directory lint sanity molecule
 
 lint: setup
 	$(BIN)/ansible-lint --offline
+
+# ansible-test needs the collection at .../ansible_collections/ncclkit/cluster as real files (it
+# resolves collections/'s symlink back to the repository and then finds no such path): the files git
+# knows (tracked or new, not ignored) are copied there, the symlink itself left out, and made a git
+# repository of their own (ansible-test lists its files with git, and build/ is ignored here). Every sanity test
+# runs in ansible-test's own pinned virtual environments (--venv; no Docker here), cached under
+# ~/.ansible/test after the first run. They bootstrap pip with a get-pip.py from the internet: the
+# cache is seeded with tools/get_pip_offline.py, which does the same with ensurepip + pip.
+SANITY_DIR := build/sanity/ansible_collections/ncclkit/cluster
+SANITY_PYTHON := 3.11
+# The pip version ansible-test pins for that Python, asked from ansible-test itself (at run time).
+ANSIBLE_TEST_PIP = $(shell $(BIN)/python -c 'import types; \
+	from ansible_test._internal.python_requirements import get_venv_packages; \
+	print(get_venv_packages(types.SimpleNamespace(version="$(SANITY_PYTHON)"))["pip"])')
+GET_PIP_CACHE = $(HOME)/.ansible/test/cache/get_pip_$(subst .,_,$(ANSIBLE_TEST_PIP)).py
+
+sanity: setup
+	@[ -n "$(ANSIBLE_TEST_PIP)" ] || { echo "sanity: cannot read ansible-test's pip version"; exit 1; }
+	[ -e $(GET_PIP_CACHE) ] || install -D -m 0644 tools/get_pip_offline.py $(GET_PIP_CACHE)
+	rm -rf $(SANITY_DIR) && mkdir -p $(SANITY_DIR)
+	git ls-files -z --cached --others --exclude-standard | grep -zv '^collections/' \
+	  | tar --null --ignore-failed-read -T - -cf - | tar -xf - -C $(SANITY_DIR)
+	cd $(SANITY_DIR) && git init -q && echo /tests/output/ > .git/info/exclude && git add -A
+	cd $(SANITY_DIR) && $(abspath $(BIN))/ansible-test sanity --venv --python $(SANITY_PYTHON) --color no
 
 molecule: install
 	$(BIN)/molecule test -s default
