@@ -21,7 +21,7 @@ description:
     the SDK explicitly, so the SDK never asks the instance metadata service; they never appear in
     results or logs.
 version_added: 0.2.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   region:
     description: The region of the instances (for example C(cn-hangzhou)).
@@ -62,6 +62,7 @@ options:
     default: HTTPS
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
 """
 

@@ -13,7 +13,7 @@ description:
   - Off EC2 (or with IMDS disabled) it fails in one line naming the fix, after a short timeout.
   - Only reads; it changes nothing on the host. Uses the Python standard library only.
 version_added: 0.1.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   endpoint:
     description: Base URL of the metadata service.
@@ -25,6 +25,7 @@ options:
     default: 2.0
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
 """
 

@@ -18,7 +18,7 @@ description:
     docs/check.md lists the codes) and one verdict line per host.
   - Changes nothing on the hosts.
 version_added: 0.2.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   step:
     description: Which step to run.
@@ -62,6 +62,7 @@ options:
     default: 1.0
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
 """
 

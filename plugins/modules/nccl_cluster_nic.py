@@ -15,7 +15,7 @@ description:
     than one qualifies.
   - Only computes; it changes nothing on the host.
 version_added: 0.1.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   host:
     description: The inventory name of this host, a key of O(nics_by_host).
@@ -33,6 +33,7 @@ options:
     type: str
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
 """
 

@@ -25,7 +25,7 @@ description:
     failures, rendezvous timeouts and collective timeouts.
   - Only reads; it changes nothing on the host. By default it never fails on findings (see O(fail_on)).
 version_added: 0.1.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   path:
     description:
@@ -74,8 +74,10 @@ options:
     type: str
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 notes:
   - On cloud hosts C(ncclInternalError) is almost always the network, not NCCL; the findings say which

@@ -14,7 +14,7 @@ description:
     role decides.
   - Only reads.
 version_added: 0.2.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   path:
     description: The logs (stdout of every node's launcher); missing files count as empty.

@@ -15,7 +15,7 @@ description:
   - Nothing else in those files changes; a second run with the same MTU changes nothing.
   - Check mode reports what would change, with a diff of the files.
 version_added: 0.2.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   ifname:
     description: The NIC (kernel name rules - at most 15 characters, no slash, colon or space).
@@ -31,8 +31,10 @@ options:
     default: /
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 

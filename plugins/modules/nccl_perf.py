@@ -18,7 +18,7 @@ description:
     the result. Parse errors fail with the cause and the fix, never a traceback.
   - Only reads; it changes nothing on the host.
 version_added: 0.1.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   path:
     description:

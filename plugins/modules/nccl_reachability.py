@@ -13,7 +13,7 @@ description:
     small and a large don't-fragment ping (the large one fills O(mtu)), opens a TCP connection to
     each port (all at once, O(connect_timeout) each) and, to its ring neighbour, measures iperf3
     bandwidth.
-  - Peers are the ring neighbours and the first host (V(ring), O(N) probes in all) or every other
+  - Peers are the ring neighbours and the first host (V(ring), probes growing linearly with the hosts) or every other
     host (V(full)). Every host computes the same plan from O(hosts).
   - A host keeps its listeners up until each host that probes it says it is done, or until
     O(barrier_timeout) seconds after its start. One direction that works between two hosts is
@@ -23,7 +23,7 @@ description:
   - Returns the raw results; the C(ncclkit.cluster.reachability_report) filter turns every host's
     results into a matrix and verdicts. Changes nothing on the host.
 version_added: 0.1.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   host:
     description: This host's inventory name, one of the names in O(hosts).
@@ -72,6 +72,7 @@ options:
     default: 8.0
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
 """
 

@@ -23,7 +23,7 @@ description:
   - V(staged) and V(written) are meant to run on the controller, with C(delegate_to) C(localhost)
     and C(run_once); V(redacted) on the host that ran the benchmark.
 version_added: 0.1.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   parent:
     description:
@@ -68,6 +68,7 @@ options:
     default: {}
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: In check mode nothing is written; RV(passed) and RV(msg) are still computed.
 notes:

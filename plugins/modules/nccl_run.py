@@ -20,7 +20,7 @@ description:
     was needed - so that a report tells a hang from a crash.
   - Never changes anything but the two output files.
 version_added: 0.2.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   argv:
     description: The command and its arguments; run without a shell.
