@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Audit (and with apply, fix) what Alibaba Cloud's ECS API holds for an NCCL cluster."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Decide cloud_autodl's settings for one host (shared memory, report folder)."""
 
 from __future__ import annotations

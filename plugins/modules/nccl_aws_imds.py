@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Read the EC2 instance id, zone and interfaces from IMDSv2 on the host."""
 
 from __future__ import annotations

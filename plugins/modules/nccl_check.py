@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """`ncclkit check`'s host side: will multi-node training start here? Reads only."""
 
 from __future__ import annotations

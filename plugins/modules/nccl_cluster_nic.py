@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Choose the cluster NIC of a host from every host's NICs."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Find what a container lets the roles change on this host (fact ncclkit_container)."""
 
 from __future__ import annotations

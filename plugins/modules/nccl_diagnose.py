@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Read NCCL, Gloo and torch.distributed logs and say what is wrong, with a cause and a fix."""
 
 from __future__ import annotations

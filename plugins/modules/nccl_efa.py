@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Find AWS EFA devices, the EFA software and aws-ofi-nccl on a host; set the NCCL values for them."""
 
 from __future__ import annotations

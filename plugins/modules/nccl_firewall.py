@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Admit NCCL's ports from the cluster hosts on the cluster NIC, in whatever firewall the host uses."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Read the logs of nccl_validate's Gloo all-reduce into facts and gate them."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Set a NIC's MTU now and keep it across reboots in what configures the host's network."""
 
 from __future__ import annotations

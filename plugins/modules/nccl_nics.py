@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Read the host's NICs from the kernel (rtnetlink), without iproute2."""
 
 from __future__ import annotations

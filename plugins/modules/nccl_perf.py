@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Read nccl-tests output into facts and gate it on bandwidth, correctness and rank count."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Pin net.ipv4.ip_local_port_range to NCCL's range, now and at every boot, in a file that wins."""
 
 from __future__ import annotations

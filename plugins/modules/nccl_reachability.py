@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """This host's part of the cluster reachability check; run it on every host at once."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Write the nccl_validate report (report.md, report.json, raw outputs) atomically on the controller."""
 
 from __future__ import annotations

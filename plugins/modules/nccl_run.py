@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Run a benchmark with a deadline, taking the hang's evidence before killing it."""
 
 from __future__ import annotations
