@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """How long `ncclkit check` takes on a fresh lab of N nodes (goal: under 15 s at 16 nodes).
 
 Run as root from the checkout (the shared venv's python):

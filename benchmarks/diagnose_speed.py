@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Time and peak memory of `ncclkit diagnose` on a large log, and of `ncclkit parse` on a large
 nccl-tests output, each measured in a subprocess of its own (wall time; peak RSS from
 getrusage(RUSAGE_CHILDREN), which covers that one child).

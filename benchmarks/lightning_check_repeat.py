@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """How often examples/lightning_ddp_check.py (CPU, Gloo) finishes cleanly on a 2-node lab cluster,
 as written and without its closing barrier + destroy_process_group, and how long a run takes.
 

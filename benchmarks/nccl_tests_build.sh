@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # Benchmark of the nccl_tests role's build on a GPU host, in one run (docs/benchmarks.md has the
 # figures measured on the H200):
 #   1. the role, first run (connection local): builds nccl-tests for the GPUs found only;

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """How long nccl_network's reachability check takes on lab clusters, healthy and broken.
 
 Run as root from the checkout (after `make install`):
