@@ -55,7 +55,10 @@ def run(inventory, *args):
 
 def timing(report):
     tasks = [task for play in report["plays"] for task in play["tasks"]]
-    named = lambda name: [t for t in tasks if t["task"]["name"].endswith(name)]  # noqa: E731
+
+    def named(name):
+        return [t for t in tasks if t["task"]["name"].endswith(name)]
+
     start = stamp(named(FIRST)[0]["task"]["duration"]["start"])
     end = stamp(named(LAST)[-1]["task"]["duration"]["end"])
     own = max(result["reachability"]["elapsed_s"] for result in named(FIRST)[0]["hosts"].values())

@@ -90,4 +90,3 @@ def test_ncclkit_run_plots_the_report_the_play_wrote(tmp_path, monkeypatch, caps
     assert code == 0, printed
     assert f"report: {folder} (plot: {folder / 'busbw.png'})" in printed
     assert (folder / "busbw.png").read_bytes()[:8] == PNG_MAGIC
-

@@ -284,7 +284,7 @@ def render_markdown(report):
              "Created {0} (UTC). {1}.".format(report["created"], summary_line(report)), ""]
     if report["reasons"]:
         lines += ["## Why it failed", ""] + ["- " + _md(line.strip()) if not line.startswith("  ")
-                                           else "  - " + _md(line.strip()) for line in report["reasons"]] + [""]
+                                             else "  - " + _md(line.strip()) for line in report["reasons"]] + [""]
     if report["notes"]:
         lines += ["## Notes", ""] + ["- " + _md(note) for note in report["notes"]] + [""]
     if report.get("adaptations"):
@@ -344,7 +344,7 @@ def _run_section(run):
             facts.append("busbw is 0 by definition with one rank")
         elif perf.get("peak_busbw_gbps") is not None:
             facts.append("peak busbw {0} GB/s at {1}".format(_num(perf["peak_busbw_gbps"]),
-                                                              human_size(perf.get("peak_busbw_size_bytes"))))
+                                                             human_size(perf.get("peak_busbw_size_bytes"))))
     lines += ["- " + "; ".join(facts)]
     lines += ["- " + _md(line.strip()) for line in run["reasons"][1:] if line.startswith("  ")]
     lines.append("")

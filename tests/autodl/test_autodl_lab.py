@@ -39,7 +39,7 @@ def test_the_inventory_names_one_gateway_and_a_port_per_instance(lab):
     hosts = yaml.safe_load(lab.inventory_path.read_text())["cluster"]["hosts"]
     assert {host["ansible_host"] for host in hosts.values()} == {GATEWAY}
     assert [hosts[name]["ansible_port"] for name in ("node1", "node2")] == [GATEWAY_FIRST_PORT + 1,
-                                                                             GATEWAY_FIRST_PORT + 2]
+                                                                            GATEWAY_FIRST_PORT + 2]
 
 
 @pytest.mark.parametrize("node", ["node1", "node2"])

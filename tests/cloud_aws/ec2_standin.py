@@ -5,7 +5,8 @@ every interface as `interface`. This server answers DescribePlacementGroups and
 CreatePlacementGroup, and DescribeInstances from a fixture (instances=None: from moto).
 Security groups either come from the fixture too (read-only), or, with `forward_to`, every
 other operation (DescribeSecurityGroups, Authorize*/Revoke*, ...) is forwarded to moto, whose
-security groups keep real rule state: that is how the EFA self rules are applied and read back. Every request, answered or forwarded, is first checked against botocore's own EC2
+security groups keep real rule state: that is how the EFA self rules are applied and read back.
+Every request, answered or forwarded, is first checked against botocore's own EC2
 service model: the operation exists, every flattened parameter down to its leaf is a member of
 its shape, required members are present, enum values are among the model's; answers are
 serialized from the model's output shapes (element names, `item` lists), so a field the model
@@ -105,7 +106,7 @@ def serialize(shape, value, element: str) -> str:
         tag = shape.member.serialization.get("name", "member")
         return f"<{element}>{''.join(serialize(shape.member, item, tag) for item in value)}</{element}>"
     allowed = getattr(shape, "enum", None) or (MODEL.shape_for(ENUM_OF[element[:1].upper() + element[1:]]).enum
-                             if element[:1].upper() + element[1:] in ENUM_OF else [])
+                                               if element[:1].upper() + element[1:] in ENUM_OF else [])
     if allowed and value not in allowed:
         raise ModelError(f"{element}={value!r} is not one of the model's values")
     if shape.type_name == "boolean":

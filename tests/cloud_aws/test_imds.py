@@ -8,7 +8,6 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.aws_imds import Im
 from .imds_standin import identity, serve
 
 
-
 @pytest.fixture
 def imds():
     data = identity("i-0abc", "us-east-1b", "0e:00:00:00:00:02")

@@ -57,4 +57,3 @@ def test_fresh_lab_then_profile(lab):
     assert document["verdict"] == "READY: multi-node training should start here"
     assert {f["severity"] for f in document["findings"]} <= {"warning", "info"}
     assert document["master"]["addr"] == "198.19.151.11"
-

@@ -299,7 +299,7 @@ def test_every_finding_in_every_line_format(prefix, code, line, fragments):
     for fragment in fragments:
         assert fragment in found["cause"]
     expected_host = "gpu-a" if line.startswith(H) else ("test" if line.startswith("test:") else
-                                                          "gpu-a" if line.startswith("gpu-a:") else "the-host")
+                                                        "gpu-a" if line.startswith("gpu-a:") else "the-host")
     assert found["host"] == expected_host
     assert found["evidence"].endswith(line[-40:])
 

@@ -156,7 +156,7 @@ def test_a_healthy_cluster_passes_with_fetched_outputs_and_a_report(lab, tmp_pat
     assert (folder / "raw/node2/single.txt").read_bytes() == ONE_GPU.read_bytes()
     assert (folder / "raw/node2/single.json").is_file() and not (folder / "raw/node1/multi.json").exists()
     assert sorted(runs["single-node on node2"]["raw"]) == ["raw/node2/single.json", "raw/node2/single.stderr.txt",
-                                                            "raw/node2/single.txt"]
+                                                           "raw/node2/single.txt"]
     # What the launcher and the benchmark were given: one rank per GPU, -J, the profile, INFO logs.
     calls = run_in(lab, "node1", f"cat {STANDIN_LOG}")[len(before):].splitlines()
     single, remote, multi_call = calls
@@ -229,7 +229,7 @@ def test_a_dead_run_and_a_binary_without_mpi_fail_with_their_failures(lab, tmp_p
     single = runs["single-node on node2"]
     assert single["rc"] == 3 and single["perf"]["complete"] is False
     assert {finding["code"] for finding in single["diagnosis"]["findings"]} >= {"no_socket_interface",
-                                                                                 "test_nccl_failure"}
+                                                                                "test_nccl_failure"}
     assert (folder / "raw/node2/single.txt").read_bytes() == BAD_IFNAME.read_bytes()
     multi = runs["multi-node across node1, node2"]
     assert multi["perf"]["run_count"] == 2 and not multi["passed"]
