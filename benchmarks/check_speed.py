@@ -38,7 +38,7 @@ def measure(index: int, nodes: int, repeat: int) -> dict:
             raise SystemExit(f"lab up failed: {up.stderr.strip()}")
         try:
             times, codes, errors = [], [], set()
-            for _ in range(repeat):
+            for dummy in range(repeat):
                 start = time.monotonic()
                 run = ncclkit("check", "-i", str(inventory), "--json", timeout=300)
                 times.append(time.monotonic() - start)

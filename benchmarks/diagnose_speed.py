@@ -94,7 +94,7 @@ measure.cpu_before = 0.0
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--log-mb", type=int, default=100)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--keep", help="folder for the generated inputs (default: a temporary one)")

@@ -38,7 +38,7 @@ def test_ncclkit_report_writes_a_valid_png_beside_report_md(tmp_path, capsys):
     from matplotlib import image
 
     assert png.read_bytes()[:8] == PNG_MAGIC
-    height, width, _ = image.imread(str(png)).shape
+    height, width, dummy = image.imread(str(png)).shape
     assert (width, height) == (900, 500)
     assert [path.name for path in png.parent.iterdir() if path.name.startswith(".")] == []
 

@@ -45,7 +45,7 @@ def ruleset_model(nft: Optional[dict], managed_tables=(), iptables_save: Optiona
             bases[:] = kept[1]
             unreadable.append("{0} ruleset: {1}".format(name, type(error).__name__))
     bases.sort()
-    model = {"chains": chains, "bases": [name for _, name in bases]}
+    model = {"chains": chains, "bases": [name for dummy, name in bases]}
     if unreadable:
         model["unreadable"] = unreadable
     return model

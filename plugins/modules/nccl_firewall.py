@@ -259,7 +259,7 @@ def _zone(command, backend, params, stored, seen):
     if backend == "firewalld" and params["state"] == "present":
         if params["firewalld_zone"]:
             return params["firewalld_zone"]
-        rc, out, _ = command(["firewall-cmd", f"--get-zone-of-interface={params['ifname']}"])
+        rc, out, dummy = command(["firewall-cmd", f"--get-zone-of-interface={params['ifname']}"])
         if rc == 0 and out.strip():
             return out.strip()
         return command(["firewall-cmd", "--get-default-zone"])[1].strip()
@@ -268,13 +268,13 @@ def _zone(command, backend, params, stored, seen):
 
 
 def _observe_own(command, seen, installed, zone):
-    rc, out, _ = command(["nft", "list", "table", *OWN_NFT_TABLE])
+    rc, out, dummy = command(["nft", "list", "table", *OWN_NFT_TABLE])
     seen["nft_own_text"] = out if rc == 0 else ""
     if installed["ufw"]:
         seen["ufw_added"] = command(["ufw", "show", "added"])[1]
     if zone and seen.get("firewalld") == "running":
         for mode, extra in (("runtime", []), ("permanent", ["--permanent"])):
-            rc, out, _ = command(["firewall-cmd"] + extra + [f"--zone={zone}", "--list-rich-rules"])
+            rc, out, dummy = command(["firewall-cmd"] + extra + [f"--zone={zone}", "--list-rich-rules"])
             seen[f"firewalld_{mode}"] = out.splitlines() if rc == 0 else []
 
 

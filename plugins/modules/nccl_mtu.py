@@ -119,7 +119,7 @@ def main():
     if plan["manager"] == "NetworkManager":
         rc, out, err = module.run_command([nmcli, "-g", "GENERAL.CONNECTION", "device", "show", ifname])
         connection = out.strip() if rc == 0 else ""
-        rc, out, _ = module.run_command([nmcli, "-g", "802-3-ethernet.mtu", "connection", "show", connection]) \
+        rc, out, dummy = module.run_command([nmcli, "-g", "802-3-ethernet.mtu", "connection", "show", connection]) \
             if connection else (1, "", "")
         nm_changed = bool(connection) and out.strip() != str(mtu)
     else:
@@ -131,7 +131,7 @@ def main():
               "files": sorted(edits), "diff": diff}
     if module.check_mode or not changed:
         module.exit_json(**result, ansible_facts={"ncclkit_cluster_mtu": previous} if live else {})
-    for path, (_, text) in edits.items():
+    for path, (dummy, text) in edits.items():
         os.makedirs(os.path.dirname(path), exist_ok=True)
         handle, staged = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".ncclkit-")
         with os.fdopen(handle, "w", encoding="utf-8") as stream:

@@ -190,7 +190,7 @@ class Ec2StandIn:
                                       f'<{operation.name}Response xmlns="{NAMESPACE}"><requestId>standin</requestId>', 1)
                     code = 200
                 except ModelError as error:
-                    code_name, _, message = str(error).partition(": ")
+                    code_name, dummy, message = str(error).partition(": ")
                     standin.calls.append(f"error {code_name}")
                     xml = (f"<Response><Errors><Error><Code>{escape(code_name)}</Code><Message>{escape(message)}"
                            "</Message></Error></Errors><RequestID>standin</RequestID></Response>")

@@ -56,7 +56,7 @@ def parse_facts(output: str) -> dict[str, dict]:
     for line in output.splitlines():
         m = FACTS_LINE.match(line)
         if m:
-            _, host, data = json.loads(m.group(1)).split(" ", 2)
+            dummy, host, data = json.loads(m.group(1)).split(" ", 2)
             found[host] = json.loads(data)
     return found
 

@@ -41,7 +41,7 @@ _OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 @st.composite
 def mutated(draw, samples):
     data = bytearray(draw(st.sampled_from(samples)))
-    for _ in range(draw(st.integers(1, 4))):
+    for dummy in range(draw(st.integers(1, 4))):
         kind = draw(st.sampled_from(["cut", "flip", "drop_lines", "shuffle_lines", "splice"]))
         if kind == "cut" and data:
             start = draw(st.integers(0, len(data) - 1))

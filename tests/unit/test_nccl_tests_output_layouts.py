@@ -80,7 +80,7 @@ def test_the_2_0_layout_without_redop_group_or_root():
 
 
 def test_unchecked_runs_have_null_wrong_counts():
-    run = only(modern_run([(size, busbw, "N/A") for size, busbw, _ in ROWS]))
+    run = only(modern_run([(size, busbw, "N/A") for size, busbw, dummy in ROWS]))
     assert {row["out_of_place"]["wrong"] for row in run["rows"]} == {None}
     assert run["wrong_total"] is None and run["data_checked"] is False
     gate = [gate for gate in evaluate_gates(run)["gates"] if gate["name"] == "max_wrong"][0]

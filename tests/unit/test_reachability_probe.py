@@ -22,7 +22,7 @@ NET = f"127.{random.randint(64, 250)}.{random.randint(1, 250)}"
 
 
 def free_ports(count, address=f"{NET}.1"):
-    sockets = [socket.create_server((address, 0)) for _ in range(count)]
+    sockets = [socket.create_server((address, 0)) for dummy in range(count)]
     ports = [s.getsockname()[1] for s in sockets]
     for s in sockets:
         s.close()

@@ -109,7 +109,7 @@ def validate(lab: Lab, workdir: Path, extra: dict, *options: str) -> tuple[subpr
     done = subprocess.run(
         [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(lab.inventory_path),
          str(HERE / "validate.yml"), "-e", "@extra.json", *options],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=300, check=False)
     reports = sorted((workdir / "ncclkit-report").glob("2*")) if (workdir / "ncclkit-report").is_dir() else []
     assert len(reports) <= 1
     return done, (reports[0] if reports else None)
@@ -175,7 +175,7 @@ def test_a_healthy_cluster_passes_with_fetched_outputs_and_a_report(lab, tmp_pat
     assert run_in(lab, "node1", scratch) == scratch_before
     # The plot is made from this report.
     plotted = subprocess.run([sys.executable, "-m", "ncclkit.cli", "report", str(folder)],
-                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")})
+                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}, check=False)
     assert plotted.returncode == 0, plotted.stderr
     assert (folder / "busbw.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -253,7 +253,7 @@ class Lab:
             raise LabError(
                 f"lab {self.index} is up with {_describe(running)}, not {_describe(plan)}: "
                 f"run `ncclkit lab down --index {self.index}` first")
-        problems, _ = self._check(state)
+        problems, dummy = self._check(state)
         if problems:
             raise LabError(f"lab {self.index} is up but broken ({problems[0]}): "
                            f"run `ncclkit lab down --index {self.index}` and up again")
