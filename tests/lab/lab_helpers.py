@@ -49,7 +49,7 @@ def leftovers(index: int, inventory: Path | None = None) -> list[str]:
 def ncclkit(*args: str, **kwargs) -> subprocess.CompletedProcess:
     """The `ncclkit` command from this checkout, as a separate process."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
-    return subprocess.run([sys.executable, "-m", "ncclkit.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "ncclkit.cli", *args], capture_output=True,  # pylint: disable=subprocess-run-check
                           text=True, env=env, **kwargs)
 
 
