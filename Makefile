@@ -65,7 +65,9 @@ lint: setup
 # ansible-test needs the collection at .../ansible_collections/ncclkit/cluster as real files (it
 # resolves collections/'s symlink back to the repository and then finds no such path): the files git
 # knows (tracked or new, not ignored) are copied there, the symlink itself left out, and made a git
-# repository of their own (ansible-test lists its files with git, and build/ is ignored here). Every sanity test
+# repository of their own (ansible-test lists its files with git, and build/ is ignored here). Only the
+# files of the last copy are removed first: tests/output keeps ansible-test's own virtual environment
+# (it makes a new one, pip download included, when that folder is gone). Every sanity test
 # runs in ansible-test's own pinned virtual environments (--venv; no Docker here), cached under
 # ~/.ansible/test after the first run. They bootstrap pip with a get-pip.py from the internet: the
 # cache is seeded with tools/get_pip_offline.py, which does the same with ensurepip + pip.
@@ -80,10 +82,12 @@ GET_PIP_CACHE = $(HOME)/.ansible/test/cache/get_pip_$(subst .,_,$(ANSIBLE_TEST_P
 sanity: setup
 	@[ -n "$(ANSIBLE_TEST_PIP)" ] || { echo "sanity: cannot read ansible-test's pip version"; exit 1; }
 	[ -e $(GET_PIP_CACHE) ] || install -D -m 0644 tools/get_pip_offline.py $(GET_PIP_CACHE)
-	rm -rf $(SANITY_DIR) && mkdir -p $(SANITY_DIR)
+	mkdir -p $(SANITY_DIR)
+	cd $(SANITY_DIR) && if [ -d .git ]; then git ls-files -z | xargs -0 rm -f; \
+	  else git init -q && echo /tests/output/ > .git/info/exclude; fi
 	git ls-files -z --cached --others --exclude-standard | grep -zv '^collections/' \
 	  | tar --null --ignore-failed-read -T - -cf - | tar -xf - -C $(SANITY_DIR)
-	cd $(SANITY_DIR) && git init -q && echo /tests/output/ > .git/info/exclude && git add -A
+	cd $(SANITY_DIR) && git add -A
 	cd $(SANITY_DIR) && $(abspath $(BIN))/ansible-test sanity --venv --python $(SANITY_PYTHON) --color no
 
 molecule: install
