@@ -13,7 +13,7 @@ DEMO_NODES ?= 2
 # stays disabled (its default), and firewalld is disabled where systemd would start it at boot.
 FIREWALL_PACKAGES := iptables ufw firewalld
 APT_PACKAGES := python3-venv openssh-server openssh-client nftables iproute2 iputils-ping \
-	iperf3 netcat-openbsd util-linux procps git make openmpi-bin $(FIREWALL_PACKAGES)
+	iperf3 netcat-openbsd util-linux procps git make openmpi-bin shellcheck $(FIREWALL_PACKAGES)
 APT_STAMP := $(VENV)/.apt-installed
 PIP_STAMP := $(VENV)/.pip-installed
 
