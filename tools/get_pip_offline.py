@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 # Copyright: Contributors to the ncclkit project
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Offline stand-in for the get-pip.py that ansible-test downloads.
 
 `ansible-test sanity --venv` bootstraps pip into every virtual environment it makes by running
