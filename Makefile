@@ -14,7 +14,7 @@ DEMO_NODES ?= 2
 FIREWALL_PACKAGES := iptables ufw firewalld
 # chromium: the browser test of report.html (Playwright drives this system browser, never a download).
 APT_PACKAGES := python3-venv openssh-server openssh-client nftables iproute2 iputils-ping \
-	iperf3 netcat-openbsd util-linux procps git make openmpi-bin chromium $(FIREWALL_PACKAGES)
+	iperf3 netcat-openbsd util-linux procps git make openmpi-bin chromium shellcheck $(FIREWALL_PACKAGES)
 APT_STAMP := $(VENV)/.apt-installed
 PIP_STAMP := $(VENV)/.pip-installed
 
@@ -23,7 +23,7 @@ PIP_STAMP := $(VENV)/.pip-installed
 FAST_TESTS := tests/unit tests/test_roles_static.py tests/test_site_order.py
 FAST_MARKERS := not lab and not slow
 
-.PHONY: setup install demo test test-fast test-lab lint molecule build clean
+.PHONY: setup install demo test test-fast test-lab lint sanity molecule build clean
 
 setup: $(APT_STAMP) $(PIP_STAMP)
 
@@ -63,7 +63,7 @@ demo: install
 
 test: install
 	$(BIN)/pytest -q --durations=30
-	$(MAKE) --no-print-directory lint molecule
+	$(MAKE) --no-print-directory lint sanity molecule
 
 # No install: the tests import src/ and the collection from this checkout (tests/conftest.py).
 test-fast: setup
@@ -80,6 +80,34 @@ lint: setup
 # The wheel (the command and the collection), into dist/
 build: setup
 	$(BIN)/python -m pip wheel -q --no-deps -w dist .
+
+# ansible-test needs the collection at .../ansible_collections/ncclkit/cluster as real files (it
+# resolves collections/'s symlink back to the repository and then finds no such path): the files git
+# knows (tracked or new, not ignored) are copied there, the symlink itself left out, and made a git
+# repository of their own (ansible-test lists its files with git, and build/ is ignored here). Only the
+# files of the last copy are removed first: tests/output keeps ansible-test's own virtual environment
+# (it makes a new one, pip download included, when that folder is gone). Every sanity test
+# runs in ansible-test's own pinned virtual environments (--venv; no Docker here), cached under
+# ~/.ansible/test after the first run. They bootstrap pip with a get-pip.py from the internet: the
+# cache is seeded with tools/get_pip_offline.py, which does the same with ensurepip + pip.
+SANITY_DIR := build/sanity/ansible_collections/ncclkit/cluster
+SANITY_PYTHON := 3.11
+# The pip version ansible-test pins for that Python, asked from ansible-test itself (at run time).
+ANSIBLE_TEST_PIP = $(shell $(BIN)/python -c 'import types; \
+	from ansible_test._internal.python_requirements import get_venv_packages; \
+	print(get_venv_packages(types.SimpleNamespace(version="$(SANITY_PYTHON)"))["pip"])')
+GET_PIP_CACHE = $(HOME)/.ansible/test/cache/get_pip_$(subst .,_,$(ANSIBLE_TEST_PIP)).py
+
+sanity: setup
+	@[ -n "$(ANSIBLE_TEST_PIP)" ] || { echo "sanity: cannot read ansible-test's pip version"; exit 1; }
+	[ -e $(GET_PIP_CACHE) ] || install -D -m 0644 tools/get_pip_offline.py $(GET_PIP_CACHE)
+	mkdir -p $(SANITY_DIR)
+	cd $(SANITY_DIR) && if [ -d .git ]; then git ls-files -z | xargs -0 rm -f; \
+	  else git init -q && echo /tests/output/ > .git/info/exclude; fi
+	git ls-files -z --cached --others --exclude-standard | grep -zv '^collections/' \
+	  | tar --null --ignore-failed-read -T - -cf - | tar -xf - -C $(SANITY_DIR)
+	cd $(SANITY_DIR) && git add -A
+	cd $(SANITY_DIR) && $(abspath $(BIN))/ansible-test sanity --venv --python $(SANITY_PYTHON) --color no
 
 molecule: install
 	$(BIN)/molecule test -s default

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """How long `ncclkit check` takes on a fresh lab of N nodes (goal: under 15 s at 16 nodes).
 
 Run as root from the checkout (the shared venv's python):
@@ -55,7 +55,7 @@ def measure(index: int, nodes: int, repeat: int, repos: dict) -> list:
         try:
             runs = {label: {"nodes": nodes, "code": label, "times": [], "codes": [], "errors": set()}
                     for label in repos}
-            for _ in range(repeat):
+            for dummy in range(repeat):
                 for label, repo in repos.items():
                     seconds, code, errors = timed_check(inventory, repo)
                     runs[label]["times"].append(seconds)

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Time and peak memory of `ncclkit diagnose` on a large log, of `ncclkit parse` and of the
 nccl_perf module's work on large nccl-tests outputs, each measured in a subprocess of its own
 (wall time; CPU time and peak RSS from os.wait4() of that one child).
@@ -150,7 +150,7 @@ def module_args(folder: Path, perf: Path) -> list:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--log-mb", type=int, default=100)
     parser.add_argument("--rows", type=int, default=400_000, help="rows for `ncclkit parse` (under 64 MiB)")
     parser.add_argument("--perf-rows", type=int, default=1_000_000, help="rows for the nccl_perf case")

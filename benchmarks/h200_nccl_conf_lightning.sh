@@ -27,11 +27,12 @@ env | grep -E '^NCCL_(DEBUG|SOCKET_IFNAME|IB_DISABLE)=' && { echo "unset these f
 port=29561
 started=$EPOCHREALTIME
 for rank in 0 1; do
+  # shellcheck disable=SC2016  # the inner sh expands these, not this one
   unshare --uts sh -c 'hostname "node$0" && exec "$@"' "$rank" \
     env GLOO_SOCKET_IFNAME=lo python3 -m torch.distributed.run --nnodes 2 --node-rank "$rank" \
-      --nproc-per-node 1 --master-addr 127.0.0.1 --master-port $port \
+      --nproc-per-node 1 --master-addr 127.0.0.1 --master-port "$port" \
       "$repo/examples/lightning_ddp_check.py" --gpu --timeout 120 > "$out/node$rank.log" 2>&1 &
-  pids[$rank]=$!
+  pids[rank]=$!
 done
 codes=()
 for rank in 0 1; do code=0; wait "${pids[$rank]}" || code=$?; codes+=("$code"); done

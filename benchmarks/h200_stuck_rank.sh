@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2086  # $cmd, $FR and $* are word lists, split into words on purpose
 # On one GPU host: stop (SIGSTOP) or kill (SIGKILL) rank 1 of a two-rank job mid-run, take the
 # forensics (plugins/module_utils/nccl_forensics.py: /proc state, wchan, py-spy, NCCL RAS) BEFORE
 # killing the rest, and keep every log for `ncclkit diagnose`. Two simulated hosts (node0/node1,
@@ -50,6 +51,7 @@ torchjob() { # name signal|none [extra env...]
     local log=$w/$name-node$r.log
     local cmd="env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 GLOO_SOCKET_IFNAME=lo $* $py -m torch.distributed.run --nnodes 2 --node-rank $r --nproc-per-node 1 --master-addr 127.0.0.1 --master-port $port $here/torch_allreduce_steps.py --steps ${STEPS:-3000} --pause ${PAUSE:-0.05} --timeout 30"
     echo "# recorded $(date -u +%F) on one H200 by benchmarks/h200_stuck_rank.sh (node$r, $sig to rank 1 at step 40): $cmd" > "$log"
+    # shellcheck disable=SC2016  # the inner sh expands these, not this one
     setsid unshare --uts sh -c 'hostname "node$0" && exec "$@"' "$r" $cmd >> "$log" 2>&1 &
     roots+=($!)
   done

@@ -38,6 +38,7 @@ SIMULATED_HOSTS=2 NCCL_TESTS_BIN_DIR=$w/build "$here/h200_validate.sh" "$w/run" 
   -e nccl_validate_timeout_s=60 -e '{"nccl_validate_env": {"NCCL_NVLS_ENABLE": "0", "LD_LIBRARY_PATH": "'"$lib"'"}}' \
   > /dev/null 2>&1
 echo "play exited $? after $(( $(date +%s) - started )) s" >> "$out/stopper.log"
+# shellcheck disable=SC2012  # report folders are named by their UTC time stamp: no odd characters
 report=$(ls -d "$w"/run/ncclkit-report/2*/ | tail -n 1)
 cp "$report/report.json" "$report/report.md" "$out/" 2>/dev/null
 cp "$report"/raw/node0/multi.txt "$report"/raw/node0/multi.stderr.txt "$out/" 2>/dev/null

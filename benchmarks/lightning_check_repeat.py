@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """How often examples/lightning_ddp_check.py (CPU, Gloo) finishes cleanly on a 2-node lab cluster,
 as written and without its closing barrier + destroy_process_group, and how long a run takes.
 
@@ -48,7 +48,7 @@ def converge(lab: Lab) -> None:
     argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(lab.inventory_path),
             str(PLAYBOOK), "-e", json.dumps({"nccl_profile_python": sys.executable})]
     env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=env, timeout=600)
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=env, timeout=600, check=False)
     if done.returncode != 0:
         raise SystemExit(f"the profile play failed (rc {done.returncode}):\n{done.stdout[-3000:]}")
 

@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # Benchmark of the nccl_tests role's build on a GPU host, in one run (docs/benchmarks.md has the
 # figures measured on the H200):
 #   1. the role, first run (connection local): builds nccl-tests for the GPUs found only;
@@ -90,6 +90,7 @@ say "role second run: rc=$rc, $(secs "$t0" "$t1") s wall; $(recap role-second.lo
 if grep -q 'Compile nccl-tests' "$out/role-second.log"; then say "second run COMPILED"; else say "second run compiled nothing"; fi
 t0=$(now); role role-check.log --check; rc=$?; t1=$(now)
 say "role check-mode run: rc=$rc, $(secs "$t0" "$t1") s wall; $(recap role-check.log)"
+# shellcheck disable=SC2012  # build names (the role's keys) for a message
 say "builds: $(ls "$bench/role/builds" | tr '\n' ' ')"
 
 # 4. One GPU all_reduce.

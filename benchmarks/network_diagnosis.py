@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """How long nccl_network's reachability check takes on lab clusters, healthy and broken.
 
 Run as root from the checkout (after `make install`):
@@ -49,13 +49,16 @@ def run(inventory, *args):
     env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json"}
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), str(PLAYBOOK),
             "-e", json.dumps(VARIABLES), *args]
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=env, timeout=900)
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=env, timeout=900, check=False)
     return json.loads(done.stdout)
 
 
 def timing(report):
     tasks = [task for play in report["plays"] for task in play["tasks"]]
-    named = lambda name: [t for t in tasks if t["task"]["name"].endswith(name)]  # noqa: E731
+
+    def named(name):
+        return [t for t in tasks if t["task"]["name"].endswith(name)]
+
     start = stamp(named(FIRST)[0]["task"]["duration"]["start"])
     end = stamp(named(LAST)[-1]["task"]["duration"]["end"])
     own = max(result["reachability"]["elapsed_s"] for result in named(FIRST)[0]["hosts"].values())
@@ -85,7 +88,7 @@ def main():
                     for node in ([f"node{i}" for i in range(1, nodes + 1)] if where == "*" else [where]):
                         lab.exec(node, ["sh", "-c", script], check=True)
                 samples = [timing(run(inventory, "--tags", "nccl_preflight,nccl_network_diagnose"))
-                           for _ in range(args.repeat)]
+                           for dummy in range(args.repeat)]
             finally:
                 lab.down()
         checks, owns = [s[0] for s in samples], [s[1] for s in samples]

@@ -12,6 +12,7 @@ while [ $# -gt 1 ] && [ "$1" = -x ]; do
   shift 2
 done
 [ $# -gt 0 ] || { echo "usage: $0 [-x NAME]... PROGRAM [ARGS...]" >&2; exit 2; }
+# shellcheck disable=SC2016  # the inner sh expands these, not this one
 exec mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "${options[@]}" \
   -x NCCL_SOCKET_IFNAME=lo -x NCCL_IB_DISABLE=1 -x NCCL_NVLS_ENABLE=0 \
   unshare --uts sh -c 'hostname "node$OMPI_COMM_WORLD_RANK" && exec "$@"' sh "$@"

@@ -38,7 +38,7 @@ def test_ncclkit_report_writes_a_valid_png_beside_report_md(tmp_path, capsys):
     from matplotlib import image
 
     assert png.read_bytes()[:8] == PNG_MAGIC
-    height, width, _ = image.imread(str(png)).shape
+    height, width, dummy = image.imread(str(png)).shape
     assert (width, height) == (900, 500)
     assert [path.name for path in png.parent.iterdir() if path.name.startswith(".")] == []
 
@@ -91,4 +91,3 @@ def test_ncclkit_run_plots_the_report_the_play_wrote(tmp_path, monkeypatch, caps
     assert f"report: {folder} (plot: {folder / 'busbw.png'})" in printed
     assert "TASK [Write it]" in (folder / "ansible-run.log").read_text()   # the run's log beside its report
     assert (folder / "busbw.png").read_bytes()[:8] == PNG_MAGIC
-

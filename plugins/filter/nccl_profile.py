@@ -105,6 +105,6 @@ class FilterModule:
             "nccl_env_secret_names": lambda env: secret_names(env or {}),
             "nccl_env_file_mode": lambda names, readable="0644", private="0600": env_file_mode(
                 names or [], readable, private),
-            "nccl_ssh_trust_skip_reason": lambda hosts, connections: ssh_trust_skip_reason(hosts, connections),
+            "nccl_ssh_trust_skip_reason": ssh_trust_skip_reason,
             "rdma_disagreement": lambda ports_by_host: rdma_disagreement(dict(ports_by_host)),
         }

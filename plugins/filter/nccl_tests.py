@@ -14,5 +14,5 @@ class FilterModule:
         return {
             "nccl_tests_install_dir_problem": install_dir_problem,
             "nccl_tests_removable": lambda paths, install_dir, keep: removable_paths(install_dir, list(paths),
-                                                                                   list(keep)),
+                                                                                     list(keep)),
         }

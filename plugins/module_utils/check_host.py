@@ -42,7 +42,7 @@ def assignments(text: str) -> Dict[str, str]:
     for line in text.splitlines():
         if line.lstrip().startswith("#"):
             continue
-        for name, _, value in _ASSIGN.findall(line):
+        for name, dummy, value in _ASSIGN.findall(line):
             found[name] = value
     return found
 
@@ -81,7 +81,7 @@ def resolve(name: str) -> List[str]:
 def memlock_kib() -> Optional[int]:
     """`ulimit -l` of this process in KiB; None when unlimited."""
     import resource
-    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    soft, dummy = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     return None if soft == resource.RLIM_INFINITY else soft // 1024
 
 
@@ -114,12 +114,12 @@ def torch_version(python: str, command=run_command) -> str:
     """torch's version from its package metadata (importing torch would take seconds)."""
     if not python:
         return ""
-    rc, out, _ = command([python, "-c", "import importlib.metadata as m; print(m.version('torch'))"], 10)
+    rc, out, dummy = command([python, "-c", "import importlib.metadata as m; print(m.version('torch'))"], 10)
     return out.strip() if rc == 0 else ""
 
 
 def topology(command=run_command) -> dict:
-    rc, out, _ = command(["nvidia-smi", "topo", "-m"], 15)
+    rc, out, dummy = command(["nvidia-smi", "topo", "-m"], 15)
     return parse_topo(out) if rc == 0 else {}
 
 

@@ -1,6 +1,6 @@
 """Choose each host's cluster NIC: the one whose IPv4 network holds the other hosts' addresses.
 
-Pure Python (stdlib only): the nccl_cluster_nic module and the ncclkit package both use it.
+Pure Python (stdlib only): the cluster_nic filter and the ncclkit package both use it.
 Input per host is the nccl_preflight_nics fact: [{name, ipv4: [{address, prefix}], up, loopback}].
 """
 

@@ -224,7 +224,7 @@ def _iptables(result, wanted, spec, seen, stored, state_dir):
         if not live_ok:
             _run(result, ["sh", f"{state_dir}/{SCRIPT}"], "load ncclkit's iptables chain")
         return
-    for _ in range(sum(1 for line in current if line.startswith("-A INPUT"))):
+    for dummy in range(sum(1 for line in current if line.startswith("-A INPUT"))):
         _run(result, ["iptables", "-w", "-D", "INPUT", "-j", rules.OWN_CHAIN], "remove ncclkit's jump from INPUT")
     if has_chain:
         _run(result, ["iptables", "-w", "-F", rules.OWN_CHAIN], "empty ncclkit's iptables chain")

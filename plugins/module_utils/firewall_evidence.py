@@ -45,7 +45,7 @@ def ruleset_model(nft: Optional[dict], managed_tables=(), iptables_save: Optiona
             bases[:] = kept[1]
             unreadable.append("{0} ruleset: {1}".format(name, type(error).__name__))
     bases.sort()
-    model = {"chains": chains, "bases": [name for _, name in bases]}
+    model = {"chains": chains, "bases": [name for dummy, name in bases]}
     if unreadable:
         model["unreadable"] = unreadable
     return model
@@ -107,7 +107,7 @@ def _matches(match: dict, probe: dict) -> Optional[bool]:
     if "ports" in match and covers(match["ports"], probe["port"]) == match.get("ports_negated", False):
         return False
     if "iifname" in match and _ifname_matches(match["iifname"], probe["ifname"]) == match.get("iifname_negated",
-                                                                                               False):
+                                                                                              False):
         return False
     if "saddr" in match:
         inside = any(probe["source"] in ipaddress.ip_network(net, strict=False) for net in match["saddr"])

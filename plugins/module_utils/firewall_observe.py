@@ -20,22 +20,22 @@ IPTABLES_CHAINS = {"INPUT", "FORWARD", "OUTPUT", "PREROUTING", "POSTROUTING"}
 
 def observe(command) -> dict:
     seen = {"nft": None, "nft_managed": [], "iptables_save": None, "ufw": None, "firewalld": None}
-    rc, out, _ = command(["nft", "-j", "list", "ruleset"], 10)
+    rc, out, dummy = command(["nft", "-j", "list", "ruleset"], 10)
     if rc == 0:
         try:
             seen["nft"] = json.loads(out or '{"nftables": []}')
         except ValueError:
             seen["nft"] = None
-        _, _, err = command(["nft", "list", "ruleset"], 10)
+        dummy, dummy, err = command(["nft", "list", "ruleset"], 10)
         managed = {tuple(pair) for pair in MANAGED.findall(err)} | iptables_layout_tables(seen["nft"])
         seen["nft_managed"] = sorted(list(pair) for pair in managed)
-    rc, out, _ = command(["iptables-save", "-t", "filter"], 10)
+    rc, out, dummy = command(["iptables-save", "-t", "filter"], 10)
     if rc == 0:
         seen["iptables_save"] = out
-    rc, out, _ = command(["ufw", "status"], 10)
+    rc, out, dummy = command(["ufw", "status"], 10)
     if rc != 127:
         seen["ufw"] = "active" if "Status: active" in out else "inactive"
-    rc, out, _ = command(["firewall-cmd", "--state"], 10)
+    rc, out, dummy = command(["firewall-cmd", "--state"], 10)
     if rc != 127:
         seen["firewalld"] = "running" if rc == 0 and "running" in out and "not" not in out else "not running"
     return seen

@@ -83,7 +83,7 @@ def nft_ruleset(spec: dict, user_chains: Sequence[str] = ()) -> str:
         lines.append(f"\t\t{iif} tcp dport {ports} ct state new drop")
     lines += ["\t}", "}"]
     for chain in user_chains:
-        family, table, _ = parse_chain(chain)
+        family, table, dummy = parse_chain(chain)
         lines += [f"table {family} {table} {{", f"\tchain {USER_CHAIN} {{", "\t}", "}",
                   f"flush chain {family} {table} {USER_CHAIN}"]
         lines += [f"add rule {family} {table} {USER_CHAIN} " + rule.replace("@cluster", "{ " + elements + " }")

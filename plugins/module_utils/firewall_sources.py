@@ -37,7 +37,7 @@ def check(source, allow_wide: bool = False):
         raise SourceError(
             f"source {text!r} has host bits set ({WHERE}): as a network it is {network}, "
             f"{network.num_addresses} addresses, and ncclkit does not guess which was meant. Fix: write "
-            f"{text.split('/')[0]} for the one host, or the network you meant with its own address "
+            f"{text.split('/', maxsplit=1)[0]} for the one host, or the network you meant with its own address "
             f"(e.g. {network} for /{network.prefixlen})") from None
     if network.prefixlen < WIDEST_PREFIX and not allow_wide:
         raise SourceError(

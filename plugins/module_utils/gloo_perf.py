@@ -23,7 +23,7 @@ def rank_results(lines: Iterable[str]) -> List[dict]:
         if start < 0:
             continue
         try:
-            value, _ = decoder.raw_decode(line, start + len(MARK) - 1)
+            value, dummy = decoder.raw_decode(line, start + len(MARK) - 1)
         except ValueError:
             continue
         if (isinstance(value, dict) and isinstance(value.get("rank"), int)

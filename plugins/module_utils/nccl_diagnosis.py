@@ -113,7 +113,7 @@ def _death_findings(job, settle_host) -> List[dict]:
         else:
             klass = 2
         ranked.append((klass, death))
-    best = min((klass for klass, _ in ranked if klass < 3), default=None)
+    best = min((klass for klass, dummy in ranked if klass < 3), default=None)
     found = [(klass, dict(_death_finding(death, job, settle_host), _class=klass)) for klass, death in ranked]
     root_code = next((f["code"] for klass, f in found if klass == best), None)
     for klass, finding in found:
@@ -121,7 +121,7 @@ def _death_findings(job, settle_host) -> List[dict]:
             finding["consequence_of"] = "hang_in_collective"
         elif klass != best:
             finding["consequence_of"] = root_code
-    return [f for _, f in found]
+    return [f for dummy, f in found]
 
 
 def _merge_deaths(job) -> List[dict]:

@@ -89,7 +89,7 @@ class NcclEnvError(ValueError):
 
 def profile_env(settings: dict) -> dict:
     """{NAME: value} for one host; raises NcclEnvError naming every problem."""
-    env, _, problems = _compose(settings)
+    env, dummy, problems = _compose(settings)
     if problems:
         raise NcclEnvError("; ".join(problems))
     return env
@@ -295,7 +295,7 @@ def _list_check(elements: tuple, what: str):
 
     def check(value: str):
         for position, entry in enumerate(value.split(";")):
-            prefix, _, items = entry.rpartition(":")
+            prefix, dummy, items = entry.rpartition(":")
             if prefix and prefix.upper() not in functions:
                 return (f"{prefix!r} is not a collective; prefixes are {', '.join(NCCL_FUNCTIONS)} "
                         f"(as in allreduce:{elements[0].lower()})")

@@ -428,7 +428,7 @@ def version_findings(versions_by_host: Dict[str, List[tuple]]) -> List[dict]:
     """
     bases = {}
     for host, versions in versions_by_host.items():
-        for version, _ in versions:
+        for version, dummy in versions:
             bases.setdefault(_base(version), set()).add(host)
     if len(bases) < 2:
         return []

@@ -303,7 +303,7 @@ class _Log:
             if settle(label) != UNKNOWN_HOST:
                 self._host(settle(label))["versions"].setdefault(version, origin)
         findings = [dict(finding, host=host or settle(label, source))
-                    for (_, host, label, source, _), finding in self.pending.items()]
+                    for (dummy, host, label, source, dummy), finding in self.pending.items()]
         findings += self._derived(networks)
         self.job.finish()
         dumps_verdict = compare_dumps(self.dumps) if self.dumps else None
@@ -318,7 +318,7 @@ class _Log:
             "hosts": {name: _public(facts) for name, facts in self.hosts.items()},
             "findings": findings,
             "nccl_versions": _distinct([v for facts in self.hosts.values() for v in facts["versions"]]
-                                       + [version for version, _ in self.loose_versions]),
+                                       + [version for version, dummy in self.loose_versions]),
             "multi_node": self._multi_node(),
             "lines": self.lines,
             "notes": self.notes + self._nothing_note(findings),

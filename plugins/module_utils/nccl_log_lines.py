@@ -264,7 +264,7 @@ def net_nics(line: Line) -> List[dict]:
         return [dict(nic, kind="Socket") for nic in _socket_list(match.group("list"))]
     match = _NET_IB.match(line.msg)
     if match:
-        devices, _, oob = match.group("list").partition(";")
+        devices, dummy, oob = match.group("list").partition(";")
         nics = [{"name": f"{m.group('name')}:{m.group('port')}", "kind": m.group("link")}
                 for m in _IB_DEVICE.finditer(devices)]
         oob = oob.strip()
@@ -305,7 +305,7 @@ def split_name_address(item: str) -> Tuple[str, str]:
     for index, char in enumerate(item):
         if char == ":" and parse_address(item[index + 1:]) is not None:
             return item[:index], item[index + 1:]
-    name, _, address = item.rpartition(":")
+    name, dummy, address = item.rpartition(":")
     return name, address
 
 

@@ -60,7 +60,7 @@ def merge_ports(ports: Iterable, ranges: Iterable[Tuple[int, int]] = ()) -> List
             merged[-1][1] = max(merged[-1][1], high)
         else:
             merged.append([low, high])
-    return [(low, high) for low, high in merged]
+    return [tuple(pair) for pair in merged]
 
 
 def covers(spans: Sequence[Tuple[int, int]], port: int) -> bool:

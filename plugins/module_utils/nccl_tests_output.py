@@ -282,7 +282,7 @@ def evaluate_gates(run, min_busbw_gbps=None, gate_min_size_bytes=None, max_wrong
         # on and failing, already quotes them).
         gates.append(_gate("no_error_lines", 0, len(error_lines), False,
                            "the output shows {0} error line(s): {1}".format(len(error_lines),
-                                                                             " | ".join(error_lines[:3]))))
+                                                                            " | ".join(error_lines[:3]))))
     if expected_ranks is not None:
         gates.append(_ranks_gate(run, expected_ranks))
     if max_wrong is not None:

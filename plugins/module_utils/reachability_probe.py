@@ -132,7 +132,7 @@ class Channels:
                     conn.setblocking(False)
                     self._selector.register(conn, selectors.EVENT_READ, "conn")
                 self._register = []
-            for key, _ in self._selector.select(timeout=0.05):
+            for key, dummy in self._selector.select(timeout=0.05):
                 if key.data == "listen":
                     self._accept(key.fileobj)
                 else:
@@ -140,7 +140,7 @@ class Channels:
 
     def _accept(self, server):
         try:
-            conn, _ = server.accept()
+            conn, dummy = server.accept()
         except OSError:
             return
         try:
@@ -167,7 +167,7 @@ class Channels:
         *lines, rest = buffer.split(b"\n")
         self._buffers[conn] = rest[-256:]
         for line in lines:
-            word, _, peer = line.decode(errors="replace").partition(" ")
+            word, dummy, peer = line.decode(errors="replace").partition(" ")
             with self._changed:
                 if word == "hello" and peer:
                     self._add(peer, conn)
@@ -326,7 +326,7 @@ class Check:
 
     def holder(self, port: int) -> str:
         """Who holds a port ncclkit could not listen on, as `ss` says it."""
-        rc, out, _ = self.command(["ss", "-Hltnp", f"sport = :{port}"], 5)
+        rc, out, dummy = self.command(["ss", "-Hltnp", f"sport = :{port}"], 5)
         users = [word for line in out.splitlines() for word in line.split() if word.startswith("users:")]
         return users[0][len("users:"):] if rc == 0 and users else ""
 

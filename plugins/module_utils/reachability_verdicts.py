@@ -113,7 +113,7 @@ def _pair_verdict(source, target, probe, results, min_bandwidth_gbps):
                         "put the hosts in one subnet or add a route, or choose another NIC "
                         "(nccl_preflight_ifname)")
     if not probe.get("ping") and not answered:
-        how = ", ".join(sorted({state for state in failed.values()})) or "no answer"
+        how = ", ".join(sorted(set(failed.values()))) or "no answer"
         return _verdict("unreachable", "error", s, t,
                         f"{s} cannot reach {t} at {probe['address']} over {ifname}: no ICMP echo reply and "
                         f"no TCP connection ({how})",

@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Audit (and with apply, fix) what Alibaba Cloud's ECS API holds for an NCCL cluster."""
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ description:
     the SDK explicitly, so the SDK never asks the instance metadata service; they never appear in
     results or logs.
 version_added: 0.2.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   region:
     description: The region of the instances (for example C(cn-hangzhou)).
@@ -62,6 +64,7 @@ options:
     default: HTTPS
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
 """
 

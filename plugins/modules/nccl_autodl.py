@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Decide cloud_autodl's settings for one host (shared memory, report folder)."""
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ description:
     writes the reports there.
   - Changes nothing on the host.
 version_added: 0.2.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   host:
     description: The host's inventory name, for the messages.
@@ -43,6 +45,7 @@ options:
     default: false
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
 """
 

@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Read the EC2 instance id, zone and interfaces from IMDSv2 on the host."""
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ description:
   - Off EC2 (or with IMDS disabled) it fails in one line naming the fix, after a short timeout.
   - Only reads; it changes nothing on the host. Uses the Python standard library only.
 version_added: 0.1.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   endpoint:
     description: Base URL of the metadata service.
@@ -25,6 +27,7 @@ options:
     default: 2.0
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
 """
 

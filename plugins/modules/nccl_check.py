@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """`ncclkit check`'s host side: will multi-node training start here? Reads only."""
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ description:
     findings, once, on the controller.
   - Changes nothing on the hosts.
 version_added: 0.2.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   step:
     description: Which step to run.
@@ -55,6 +57,7 @@ options:
     default: 1.0
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
 """
 

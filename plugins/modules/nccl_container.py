@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Find what a container lets the roles change on this host (fact ncclkit_container)."""
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ description:
   - Sets the fact C(ncclkit_container); C(adaptations) has one line per thing the roles will do
     differently.
 version_added: 0.2.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   gpu_count:
     description: The GPUs of this host (nccl_preflight's count), for the /dev/shm requirement.
@@ -45,6 +47,7 @@ options:
     default: /dev/shm
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
 """
 

@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Read NCCL, Gloo and torch.distributed logs and say what is wrong, with a cause and a fix."""
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ description:
     failures, rendezvous timeouts and collective timeouts.
   - Only reads; it changes nothing on the host. By default it never fails on findings (see O(fail_on)).
 version_added: 0.1.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   path:
     description:
@@ -74,8 +76,10 @@ options:
     type: str
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 notes:
   - On cloud hosts C(ncclInternalError) is almost always the network, not NCCL; the findings say which

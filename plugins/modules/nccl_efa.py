@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Find AWS EFA devices, the EFA software and aws-ofi-nccl on a host; set the NCCL values for them."""
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ description:
     that a missing plugin fails at once instead of falling back to sockets.
   - Changes nothing on the host.
 version_added: 0.2.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   rdma_ports:
     description: nccl_preflight_rdma_ports (C(device|port|state|link_layer|driver) lines).
@@ -37,6 +39,7 @@ options:
     default: {}
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
 """
 

@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Admit NCCL's ports from the cluster hosts on the cluster NIC, in whatever firewall the host uses."""
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ description:
   - Writes its rules under O(state_dir) (C(firewall.nft) or C(firewall.iptables), C(firewall.sh)
     that loads them, C(firewall.json) recording the firewalld rules it added), so a boot service can restore them.
 version_added: 0.1.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   state:
     description: Whether ncclkit's rules should be there.
@@ -91,8 +93,10 @@ options:
     default: /etc/ncclkit
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 
@@ -255,7 +259,7 @@ def _zone(command, backend, params, stored, seen):
     if backend == "firewalld" and params["state"] == "present":
         if params["firewalld_zone"]:
             return params["firewalld_zone"]
-        rc, out, _ = command(["firewall-cmd", f"--get-zone-of-interface={params['ifname']}"])
+        rc, out, dummy = command(["firewall-cmd", f"--get-zone-of-interface={params['ifname']}"])
         if rc == 0 and out.strip():
             return out.strip()
         return command(["firewall-cmd", "--get-default-zone"])[1].strip()
@@ -264,13 +268,13 @@ def _zone(command, backend, params, stored, seen):
 
 
 def _observe_own(command, seen, installed, zone):
-    rc, out, _ = command(["nft", "list", "table", *OWN_NFT_TABLE])
+    rc, out, dummy = command(["nft", "list", "table", *OWN_NFT_TABLE])
     seen["nft_own_text"] = out if rc == 0 else ""
     if installed["ufw"]:
         seen["ufw_added"] = command(["ufw", "show", "added"])[1]
     if zone and seen.get("firewalld") == "running":
         for mode, extra in (("runtime", []), ("permanent", ["--permanent"])):
-            rc, out, _ = command(["firewall-cmd"] + extra + [f"--zone={zone}", "--list-rich-rules"])
+            rc, out, dummy = command(["firewall-cmd"] + extra + [f"--zone={zone}", "--list-rich-rules"])
             seen[f"firewalld_{mode}"] = out.splitlines() if rc == 0 else []
 
 

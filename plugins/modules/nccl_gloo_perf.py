@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Read the logs of nccl_validate's Gloo all-reduce into facts and gate them."""
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ description:
     role decides.
   - Only reads.
 version_added: 0.2.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   path:
     description: The logs (stdout of every node's launcher); missing files count as empty.

@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Read, in one module run, everything nccl_preflight records about a host."""
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ description:
     C(nccl_preflight_rdma_ports), C(ncclkit_container), C(ncclkit_gpu_capabilities), C(ncclkit_cuda),
     C(ncclkit_nccl) and C(ncclkit_mpi) (docs/facts.md).
   - Only reads; it changes nothing on the host.
-version_added: 0.3.0
-author: ncclkit maintainers
+version_added: 0.1.0
+author: ncclkit maintainers (!UNKNOWN)
 options:
   nvidia_smi:
     description: The nvidia-smi command name or path.
@@ -52,7 +54,12 @@ options:
     default: ""
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
+    details: The module only reads, so it runs fully in check mode.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
 """
 
 EXAMPLES = r"""

@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Set a NIC's MTU now and keep it across reboots in what configures the host's network."""
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ description:
   - Nothing else in those files changes; a second run with the same MTU changes nothing.
   - Check mode reports what would change, with a diff of the files.
 version_added: 0.2.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   ifname:
     description: The NIC (kernel name rules - at most 15 characters, no slash, colon or space).
@@ -31,8 +33,10 @@ options:
     default: /
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 
@@ -115,7 +119,7 @@ def main():
     if plan["manager"] == "NetworkManager":
         rc, out, err = module.run_command([nmcli, "-g", "GENERAL.CONNECTION", "device", "show", ifname])
         connection = out.strip() if rc == 0 else ""
-        rc, out, _ = module.run_command([nmcli, "-g", "802-3-ethernet.mtu", "connection", "show", connection]) \
+        rc, out, dummy = module.run_command([nmcli, "-g", "802-3-ethernet.mtu", "connection", "show", connection]) \
             if connection else (1, "", "")
         nm_changed = bool(connection) and out.strip() != str(mtu)
     else:
@@ -127,7 +131,7 @@ def main():
               "files": sorted(edits), "diff": diff}
     if module.check_mode or not changed:
         module.exit_json(**result, ansible_facts={"ncclkit_cluster_mtu": previous} if live else {})
-    for path, (_, text) in edits.items():
+    for path, (dummy, text) in edits.items():
         os.makedirs(os.path.dirname(path), exist_ok=True)
         handle, staged = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".ncclkit-")
         with os.fdopen(handle, "w", encoding="utf-8") as stream:

@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Read the host's NICs from the kernel (rtnetlink), without iproute2."""
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ description:
   - Needs no iproute2, which many GPU container images (AutoDL's among them) lack.
   - Only reads; it changes nothing on the host.
 version_added: 0.1.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options: {}
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
 """
 

@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Read nccl-tests output into facts and gate it on bandwidth, correctness and rank count."""
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ description:
     the result. Parse errors fail with the cause and the fix, never a traceback.
   - Only reads; it changes nothing on the host.
 version_added: 0.1.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   path:
     description:

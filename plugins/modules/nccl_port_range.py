@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Pin net.ipv4.ip_local_port_range to NCCL's range, now and at every boot, in a file that wins."""
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ description:
     key); any other such file is kept, with a warning.
   - O(state=absent) removes the files ncclkit wrote; the live value stays until the next boot.
 version_added: 0.1.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   state:
     description: Whether ncclkit's file should be there.
@@ -50,8 +52,10 @@ options:
     default: nccl_network_port_range
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
 

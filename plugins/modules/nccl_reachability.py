@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """This host's part of the cluster reachability check; run it on every host at once."""
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ description:
     small and a large don't-fragment ping (the large one fills O(mtu)), opens a TCP connection to
     each port (all at once, O(connect_timeout) each) and, to its ring neighbour, measures iperf3
     bandwidth.
-  - Peers are the ring neighbours and the first host (V(ring), O(N) probes in all) or every other
+  - Peers are the ring neighbours and the first host (V(ring), probes growing linearly with the hosts) or every other
     host (V(full)). Every host computes the same plan from O(hosts).
   - A host keeps its listeners up until each host that probes it says it is done, or until
     O(barrier_timeout) seconds after its start. One direction that works between two hosts is
@@ -23,7 +25,7 @@ description:
   - Returns the raw results; the C(ncclkit.cluster.reachability_report) filter turns every host's
     results into a matrix and verdicts. Changes nothing on the host.
 version_added: 0.1.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   host:
     description: This host's inventory name, one of the names in O(hosts).
@@ -72,6 +74,7 @@ options:
     default: 8.0
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
 """
 

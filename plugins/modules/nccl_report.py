@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Write the nccl_validate report (report.md, report.json, report.html, raw outputs) atomically on the controller."""
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ description:
   - V(staged) and V(written) are meant to run on the controller, with C(delegate_to) C(localhost)
     and C(run_once); V(redacted) on the host that ran the benchmark.
 version_added: 0.1.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   parent:
     description:
@@ -70,6 +72,7 @@ options:
     default: {}
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: In check mode nothing is written; RV(passed) and RV(msg) are still computed.
 notes:

@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Run a benchmark with a deadline, taking the hang's evidence before killing it."""
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ description:
     was needed - so that a report tells a hang from a crash.
   - Never changes anything but the two output files.
 version_added: 0.2.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   argv:
     description: The command and its arguments; run without a shell.

@@ -1,4 +1,6 @@
 #!/usr/bin/python
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
 """Find the GPUs' compute capabilities, the CUDA toolkit, NCCL and Open MPI of a host."""
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ description:
   - Only reads; it changes nothing on the host. Every program it asks (nvidia-smi, nvcc, the
     candidate pythons, mpicc, ompi_info, ldconfig) runs without a shell and with a timeout.
 version_added: 0.1.0
-author: ncclkit maintainers
+author: ncclkit maintainers (!UNKNOWN)
 options:
   gpus:
     description:
@@ -94,6 +96,9 @@ attributes:
     description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: The module only reads, so it runs fully in check mode.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
 notes:
   - The hints name the C(nccl_preflight_*) role variables, which map one to one onto these options.
   - The detection is plain Python (C(module_utils/toolchain.py), C(detect_toolchain)) that other

@@ -80,7 +80,7 @@ def print_human(verdict: str, findings: list, notes: list) -> None:
             following[key] = following.get(key, 0) + finding.get("count", 1)
     if following:
         parts = [f"{code} on {host}" + (f" (x{count})" if count > 1 else "")
-                 for (_, code, host), count in following.items()]
+                 for (dummy, code, host), count in following.items()]
         print(f"follows from {next(iter(following))[0]}: {', '.join(parts)}")
     infos = sum(1 for f in findings if f["severity"] == "info")
     if infos:

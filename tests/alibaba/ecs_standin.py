@@ -76,7 +76,7 @@ class EcsStandin:
         self.server.server_close()
 
     def writes(self) -> list:
-        return [action for action, _ in self.actions if not action.startswith("Describe")]
+        return [action for action, dummy in self.actions if not action.startswith("Describe")]
 
     # -- one request -------------------------------------------------------------------------
     def handle(self, request) -> None:
@@ -99,12 +99,12 @@ class EcsStandin:
         self.respond(request, status, payload)
 
     def defined(self, action: str, name: str) -> bool:
-        top, _, rest = name.partition(".")
+        top, dummy, rest = name.partition(".")
         if top not in ALLOWED[action]:
             return False
         if not rest:
             return True
-        index, _, sub = rest.partition(".")
+        index, dummy, sub = rest.partition(".")
         return index.isdigit() and sub in NESTED.get((action, top), set())
 
     def signature_problem(self, request, path: str, query: dict, body: bytes) -> str:

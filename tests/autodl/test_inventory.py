@@ -12,7 +12,7 @@ def test_two_instances_share_the_gateway_and_differ_by_port():
     done = subprocess.run([str(Path(sys.executable).with_name("ansible-inventory")), "-i",
                            str(REPO_ROOT / "inventories" / "autodl"), "--list"],
                           capture_output=True, text=True, cwd=REPO_ROOT,
-                          env={"ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "PATH": "/usr/bin:/bin"})
+                          env={"ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "PATH": "/usr/bin:/bin"}, check=False)
     assert done.returncode == 0, done.stderr
     hostvars = json.loads(done.stdout)["_meta"]["hostvars"]
     assert sorted(hostvars) == ["node1", "node2"]

@@ -106,7 +106,7 @@ def serialize(shape, value, element: str) -> str:
         tag = shape.member.serialization.get("name", "member")
         return f"<{element}>{''.join(serialize(shape.member, item, tag) for item in value)}</{element}>"
     allowed = getattr(shape, "enum", None) or (MODEL.shape_for(ENUM_OF[element[:1].upper() + element[1:]]).enum
-                             if element[:1].upper() + element[1:] in ENUM_OF else [])
+                                               if element[:1].upper() + element[1:] in ENUM_OF else [])
     if allowed and value not in allowed:
         raise ModelError(f"{element}={value!r} is not one of the model's values")
     if shape.type_name == "boolean":
@@ -190,7 +190,7 @@ class Ec2StandIn:
                     xml = xml.replace(f"<{operation.name}Response>", opening, 1)
                     code = 200
                 except ModelError as error:
-                    code_name, _, message = str(error).partition(": ")
+                    code_name, dummy, message = str(error).partition(": ")
                     standin.calls.append(f"error {code_name}")
                     xml = (f"<Response><Errors><Error><Code>{escape(code_name)}</Code><Message>{escape(message)}"
                            "</Message></Error></Errors><RequestID>standin</RequestID></Response>")

@@ -82,7 +82,7 @@ def play(inventory: Path, *args: str, variables: dict | None = None, structured:
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), str(PLAYBOOK),
             "-e", json.dumps({**FAST, **(variables or {})}), *args]
     start = time.monotonic()
-    process = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT, env=env)
+    process = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT, env=env, check=False)
     return Play(process, time.monotonic() - start)
 
 

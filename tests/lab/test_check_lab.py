@@ -52,9 +52,8 @@ def test_fresh_lab_then_profile(lab):
         capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600, check=False)
     assert profile.returncode == 0, profile.stdout[-3000:]
 
-    rc, document, _ = check(lab)
+    rc, document, dummy = check(lab)
     assert rc == 0, document["findings"]
     assert document["verdict"] == "READY: multi-node training should start here"
     assert {f["severity"] for f in document["findings"]} <= {"warning", "info"}
     assert document["master"]["addr"] == "198.19.151.11"
-

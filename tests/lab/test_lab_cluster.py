@@ -89,7 +89,7 @@ def test_holder_pid_is_sshd_in_the_node_namespace(lab):
 def test_ssh_as_root_with_the_lab_key(lab):
     for info in lab.nodes():
         result = subprocess.run(lab.ssh_command(info.name, ["hostname"]), capture_output=True,
-                                text=True, timeout=60)
+                                text=True, timeout=60, check=False)
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == info.name
 
@@ -135,13 +135,13 @@ def test_outsider_reaches_the_private_side_only(lab, listener_on_node2):
 def test_controller_reaches_each_node_eth0(lab):
     for info in lab.nodes():
         assert subprocess.run(["ping", "-c1", "-W1", info.public_ip],
-                              capture_output=True).returncode == 0
+                              capture_output=True, check=False).returncode == 0
         socket.create_connection((info.public_ip, 22), timeout=2).close()
 
 
 def test_host_has_no_private_address(lab):
     out = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True,
-                         text=True).stdout
+                         text=True, check=False).stdout
     assert "198.19.90." not in out
     assert "198.18.90.1/24" in out
 

@@ -40,5 +40,5 @@ def test_sixteen_nodes_answer_ansible_ping(tmp_path, record_property, capsys):
         record_property(f"{name} s", round(seconds, 2))
     with capsys.disabled():
         print(f"\n{NODES}-node lab: " + ", ".join(f"{name} {seconds:.2f} s"
-                                                 for name, seconds in timings.items()))
+                                                  for name, seconds in timings.items()))
     assert timings["up"] < 60 and timings["down"] < 30

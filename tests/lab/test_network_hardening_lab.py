@@ -89,4 +89,3 @@ def test_a_conflicting_sysctl_conf_line_is_named_and_nothing_written(lab):
     assert sh(lab, "node2", f"sysctl -n {KEY}").split() == ["32768", "60999"]
     assert boot_value(lab, "node2") == "32768 60999"
     assert machine_sysctl_conf() == machine
-

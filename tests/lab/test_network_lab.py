@@ -56,7 +56,7 @@ def test_the_cluster_reaches_nccl_ports_and_the_outsider_does_not(lab, converged
     facts = converged.facts("node1")
     assert facts["passed"] and facts["firewall"] == "nftables" and facts["port_range"] == [32768, 60999]
     assert {(row["source"], row["target"]) for row in facts["reachability"]} == {("node1", "node2"),
-                                                                                  ("node2", "node1")}
+                                                                                 ("node2", "node1")}
     listeners = Listeners(lab, NODES, NCCL_PORTS + [8080])
     try:
         assert reachable(lab, "node1", private_ip("node2"), NCCL_PORTS) == dict.fromkeys(NCCL_PORTS, True)
@@ -121,7 +121,7 @@ def test_the_public_nic_is_named_as_the_wrong_nic(lab, converged):
     assert result.rc != 0
     verdicts = result.facts("node2")["verdicts"]
     assert [(v["code"], v["source"], v["target"]) for v in verdicts] == [("wrong_nic", "node1", "node2"),
-                                                                          ("wrong_nic", "node2", "node1")]
+                                                                         ("wrong_nic", "node2", "node1")]
     assert "node2 answers node1 at 198.19.20.12 (eth1) but not at its cluster address 198.18.20.12 (eth0)" \
         in verdicts[0]["cause"]
     assert "nccl_preflight_ifname: eth1" in verdicts[0]["fix"]

@@ -34,7 +34,7 @@ def start(lab, workdir: Path, **extra) -> subprocess.Popen:
 
 
 def finish(play: subprocess.Popen, workdir: Path, timeout: float = 400) -> tuple[int, str, dict]:
-    out, _ = play.communicate(timeout=timeout)
+    out, dummy = play.communicate(timeout=timeout)
     folders = sorted((workdir / "ncclkit-report").glob("2*"))
     assert len(folders) == 1, out[-3000:]
     report = json.loads((folders[0] / "report.json").read_text())
@@ -114,7 +114,7 @@ def test_a_stopped_rank_is_caught_by_the_timeout_with_its_evidence(lab, tmp_path
 
 
 def test_a_killed_rank_fails_the_run(lab, tmp_path):
-    _, _, run = signalled_run(lab, tmp_path, signal.SIGKILL, 90)
+    dummy, dummy, run = signalled_run(lab, tmp_path, signal.SIGKILL, 90)
     # Rank 0 usually fails at once on the closed connection; on a loaded machine it has also sat
     # in the all-reduce until the timeout. Either way the death is the root cause.
     assert not run["passed"] and run["rc"] != 0

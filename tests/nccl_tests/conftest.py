@@ -56,7 +56,7 @@ def parse_facts(output: str) -> dict[str, dict]:
     for line in output.splitlines():
         m = FACTS_LINE.match(line)
         if m:
-            _, host, data = json.loads(m.group(1)).split(" ", 2)
+            dummy, host, data = json.loads(m.group(1)).split(" ", 2)
             found[host] = json.loads(data)
     return found
 
@@ -146,14 +146,15 @@ def toolchain(tmp_path_factory) -> Fakes:
     import hashlib
 
     base = tmp_path_factory.mktemp("nccl_tests_fakes")
+    gpus = {
+        "h100x3": ["9.0", "8.0", "9.0"],  # mixed box: sm_80 and sm_90
+        "a40": ["8.6"],
+        "h200": ["9.0"],
+        "v100": ["7.0"],
+        "none": [],
+    }
     smi = {name: fakes.make_fake_nvidia_smi(base / "smi" / name / "nvidia-smi", caps)
-           for name, caps in {
-               "h100x3": ["9.0", "8.0", "9.0"],  # mixed box: sm_80 and sm_90
-               "a40": ["8.6"],
-               "h200": ["9.0"],
-               "v100": ["7.0"],
-               "none": [],
-           }.items()}
+           for name, caps in gpus.items()}
     tree = fakes.write_fake_tree(base / "trees" / "v2.19.6", "2.19.6")
     tarball = fakes.make_tarball(tree, base / "nccl-tests-2.19.6.tar.gz", "nccl-tests-2.19.6")
     mpi_home, mpi_bin = fakes.make_fake_openmpi(base / "mpi")
@@ -198,5 +199,3 @@ def make_calls(root: Path, name: str) -> list[dict]:
     if not log.exists():
         return []
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-
-

@@ -127,7 +127,7 @@ def matrix(toolchain, tmp_path_factory):
 
 
 def test_check_mode_on_a_fresh_host_changes_nothing(matrix):
-    root, _, runs = matrix
+    root, dummy, runs = matrix
     run = runs["check_fresh"]
     for host in BUILD_HOSTS:
         assert run.counts(host)["failed"] == 0, run.output[-4000:]
@@ -165,7 +165,7 @@ def test_first_run_builds_each_source_kind(matrix):
 
 
 def test_gencode_comes_from_the_reported_capabilities(matrix):
-    root, _, runs = matrix
+    root, dummy, runs = matrix
     pin = make_calls(root, "git_pin")[0]
     assert pin["NVCC_GENCODE"] == ("-gencode=arch=compute_80,code=sm_80 "
                                    "-gencode=arch=compute_90,code=sm_90 "
@@ -221,7 +221,7 @@ def test_binaries_load_the_nccl_found(matrix):
 
 
 def test_second_run_compiles_nothing(matrix):
-    root, _, runs = matrix
+    root, dummy, runs = matrix
     for name in ("second", "check_again"):
         run = runs[name]
         for host in OK_HOSTS if name == "second" else ["git_pin", "ctl_tar"]:
@@ -235,7 +235,7 @@ def test_second_run_compiles_nothing(matrix):
 
 
 def test_no_gpu_host_is_skipped_with_one_line(matrix):
-    root, _, runs = matrix
+    root, dummy, runs = matrix
     out = runs["first"].output
     assert "nccl_tests: skipped on no_gpu: no GPU (/nonexistent/nvidia-smi not found" in out
     assert not install_dir(root, "no_gpu").exists()
@@ -244,7 +244,7 @@ def test_no_gpu_host_is_skipped_with_one_line(matrix):
 
 
 def test_failures_are_clear_and_install_nothing(matrix):
-    root, _, runs = matrix
+    root, dummy, runs = matrix
     out = runs["first"].output
     for host in FAIL_HOSTS:
         assert runs["first"].counts(host)["failed"] == 1, host

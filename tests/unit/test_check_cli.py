@@ -28,7 +28,6 @@ def test_bad_inventory_is_exit_3(tmp_path):
     assert done.returncode == 3 and "no hosts in the group 'cluster'" in done.stderr
 
 
-
 def test_unreachable_hosts_are_named_not_judged():
     collector = CheckCollector()
     collector({"event": "runner_on_unreachable",

@@ -28,7 +28,7 @@ def test_diagnose_prints_the_root_cause_first_and_exits_1(capsys):
 
 
 def test_diagnose_json_is_the_stable_document(capsys):
-    code, out, _ = ncclkit(capsys, "diagnose", "--json", SAMPLES / "h200-stuck-arp_stop.log")
+    code, out, dummy = ncclkit(capsys, "diagnose", "--json", SAMPLES / "h200-stuck-arp_stop.log")
     document = json.loads(out)
     assert code == 1 and set(document) == {"verdict", "findings"}
     assert all(set(f) == FINDING_KEYS for f in document["findings"])
@@ -40,14 +40,14 @@ def test_diagnose_json_is_the_stable_document(capsys):
 
 
 def test_diagnose_healthy_exits_0(capsys):
-    code, out, _ = ncclkit(capsys, "diagnose", SAMPLES / "h200-2host-socket-defaults.txt")
+    code, out, dummy = ncclkit(capsys, "diagnose", SAMPLES / "h200-2host-socket-defaults.txt")
     assert code == exitcodes.OK and out.startswith("HEALTHY: no errors in")
 
 
 def test_diagnose_reads_stdin(capsys, monkeypatch):
     data = (SAMPLES / "h200-stuck-arp_kill.log").read_bytes()
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
-    code, out, _ = ncclkit(capsys, "diagnose", "-")
+    code, out, dummy = ncclkit(capsys, "diagnose", "-")
     assert code == 1 and out.startswith("PROBLEM: rank_killed (node1, rank 1)")
     assert "<stdin>:145:" in out
 
@@ -78,7 +78,7 @@ def test_usage_error_is_exit_2(capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["diagnose", "--expected-transport", "carrier-pigeon", "x.log"])
     assert exit_info.value.code == exitcodes.USAGE
-    code, _, err = ncclkit(capsys, "diagnose", "-", "-")
+    code, dummy, err = ncclkit(capsys, "diagnose", "-", "-")
     assert code == exitcodes.USAGE and "stdin" in err
 
 
@@ -87,18 +87,18 @@ def test_interrupted_is_130(capsys, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(diagnose_cli, "diagnose_command", interrupted)
-    code, _, err = ncclkit(capsys, "diagnose", SAMPLES / "h200-stuck-arp_kill.log")
+    code, dummy, err = ncclkit(capsys, "diagnose", SAMPLES / "h200-stuck-arp_kill.log")
     assert code == exitcodes.INTERRUPTED and "interrupted" in err
 
 
 def test_parse_passed_run(capsys):
-    code, out, _ = ncclkit(capsys, "parse", SAMPLES / "h200-2host-socket-defaults.txt")
+    code, out, dummy = ncclkit(capsys, "parse", SAMPLES / "h200-2host-socket-defaults.txt")
     assert code == exitcodes.OK
     assert out.strip() == "PASSED: run 0 (all_reduce_perf), 2 rank(s) on 2 host(s), peak busbw 3.29 GB/s at 67108864 B"
 
 
 def test_parse_failed_run_names_the_root_cause_first(capsys):
-    code, out, _ = ncclkit(capsys, "parse", "--json", SAMPLES / "h200-2host-bad-socket-ifname.txt")
+    code, out, dummy = ncclkit(capsys, "parse", "--json", SAMPLES / "h200-2host-bad-socket-ifname.txt")
     document = json.loads(out)
     assert code == exitcodes.PROBLEM and set(document) == {"verdict", "findings", "result"}
     codes = [(f["code"], f["consequence_of"]) for f in document["findings"]]
@@ -109,15 +109,15 @@ def test_parse_failed_run_names_the_root_cause_first(capsys):
 
 
 def test_parse_error_line_fails_without_require_complete(capsys):
-    code, out, _ = ncclkit(capsys, "parse", "--no-require-complete", SAMPLES / "h200-stuck-arp_kill.log")
+    code, out, dummy = ncclkit(capsys, "parse", "--no-require-complete", SAMPLES / "h200-stuck-arp_kill.log")
     assert code == exitcodes.PROBLEM
     assert out.startswith("FAILED: run 0 (all_reduce_perf), 2 rank(s) on 2 host(s): rank_killed: rank 1 on node1")
     assert "no_error_lines" in out
 
 
 def test_parse_gates_from_options(capsys):
-    code, out, _ = ncclkit(capsys, "parse", "--min-busbw-gbps", "100", "--expected-ranks", "2",
-                           SAMPLES / "h200-2host-socket-defaults.txt")
+    code, out, dummy = ncclkit(capsys, "parse", "--min-busbw-gbps", "100", "--expected-ranks", "2",
+                               SAMPLES / "h200-2host-socket-defaults.txt")
     assert code == exitcodes.PROBLEM and "[error] min_busbw_gbps (run): busbw" in out
 
 

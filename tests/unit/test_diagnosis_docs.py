@@ -39,7 +39,7 @@ def test_every_code_emitted_on_the_samples_is_documented():
 def test_gate_names_are_the_gates_nccl_perf_returns():
     run = nccl_tests_output.parse((SAMPLES / "h200-stuck-arp_kill.log").read_text())[0]
     names = {g["name"] for g in nccl_tests_output.evaluate_gates(run, require_complete=False, min_busbw_gbps=1,
-                                                                  expected_ranks=3)["gates"]}
+                                                                 expected_ranks=3)["gates"]}
     assert names <= GATES and "no_error_lines" in names
 
 

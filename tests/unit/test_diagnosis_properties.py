@@ -41,7 +41,7 @@ _OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 @st.composite
 def mutated(draw, samples):
     data = bytearray(draw(st.sampled_from(samples)))
-    for _ in range(draw(st.integers(1, 4))):
+    for dummy in range(draw(st.integers(1, 4))):
         kind = draw(st.sampled_from(["cut", "flip", "drop_lines", "shuffle_lines", "splice"]))
         if kind == "cut" and data:
             start = draw(st.integers(0, len(data) - 1))
@@ -105,7 +105,7 @@ def test_a_file_read_in_chunks_means_what_the_same_text_in_memory_means(data):
 
 @FAST
 @given(st.lists(st.sampled_from(LOGS[-2].decode().splitlines() + ["SERVER PROTOCOL 2", "Errors", "======",
-                                                                   "Warnings", "Rank x -- GPU", ""])
+                                                                  "Warnings", "Rank x -- GPU", ""])
                 | st.text(max_size=80), max_size=80))
 def test_ras_text_reader_takes_any_lines(lines):
     ras = RasText()
@@ -138,7 +138,7 @@ def test_flight_recorder_reader_raises_only_its_own_error(data):
 
 PLAIN = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
                      lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                                  max_size=4), max_leaves=20)
+                                                                                 max_size=4), max_leaves=20)
 
 
 @FAST

@@ -105,10 +105,10 @@ def test_a_fresh_host_gets_files_then_the_script():
     assert record == {"firewalld": None}  # only what a later run reads
 
 
-def applied(backend, made, seen=NOTHING, **kwargs):
+def applied(backend, made, seen=None, **kwargs):
     """What a host holds after the plan ran: its files, and the live state as observed."""
-    planned = backends.plan("present", backend, made, seen, {}, STATE_DIR, **kwargs)
-    return {name: content for name, content in written(planned).items()}
+    planned = backends.plan("present", backend, made, NOTHING if seen is None else seen, {}, STATE_DIR, **kwargs)
+    return dict(written(planned))
 
 
 def test_a_second_run_changes_nothing():

@@ -80,7 +80,7 @@ def test_the_boot_script_quotes_what_it_interpolates(tmp_path):
     script = next(a["content"] for a in planned["actions"] if a.get("write", "").endswith("firewall.sh"))
     assert f"nft -f '{state_dir}/firewall.nft'" in script
     # The shell reads it as the commands we meant: with nft and grep stood in by `echo`.
-    traced = subprocess.run(["sh", "-n", "-c", script], capture_output=True, text=True)
+    traced = subprocess.run(["sh", "-n", "-c", script], capture_output=True, text=True, check=False)
     assert traced.returncode == 0, traced.stderr
     fake = tmp_path / "bin"
     fake.mkdir()
@@ -101,7 +101,7 @@ def test_the_module_refuses_a_wide_source_and_changes_nothing(monkeypatch, capsy
 
     from ansible_collections.ncclkit.cluster.plugins.modules import nccl_firewall
     ran = []
-    monkeypatch.setattr(nccl_firewall, "run_command", lambda argv, *_, **__: ran.append(argv) or (0, "", ""))
+    monkeypatch.setattr(nccl_firewall, "run_command", lambda argv, *dummy, **__: ran.append(argv) or (0, "", ""))
     args = {"ifname": "eth1", "sources": ["10.0.0.0/0"], "state_dir": str(tmp_path / "ncclkit")}
     with patch_module_args(args), pytest.raises(SystemExit):
         nccl_firewall.main()

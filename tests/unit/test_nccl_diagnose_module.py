@@ -36,7 +36,7 @@ def test_a_failed_log_reports_findings_facts_and_one_msg_line_per_error(capsys):
 
 
 def test_check_mode_gives_the_same_diagnosis(capsys):
-    _, normal = run(capsys, {"path": str(DEBUG_INFO)})
+    dummy, normal = run(capsys, {"path": str(DEBUG_INFO)})
     code, checked = run(capsys, {"path": str(DEBUG_INFO), "_ansible_check_mode": True})
     assert code == 0 and checked["changed"] is False
     assert checked["ansible_facts"] == normal["ansible_facts"]
@@ -56,14 +56,14 @@ def test_content_and_options_reach_the_reader(capsys):
 
 def test_cluster_ips_and_default_host(capsys):
     content = "RuntimeError: Gloo connectFullMesh failed with [../gloo/transport/tcp/pair.cc:144] no error\n"
-    _, result = run(capsys, {"content": content, "default_host": "gpu7", "cluster_ips": ["10.0.0.7"]})
+    dummy, result = run(capsys, {"content": content, "default_host": "gpu7", "cluster_ips": ["10.0.0.7"]})
     assert result["findings"][0]["host"] == "gpu7" and result["msg"].startswith("gpu7: Gloo")
 
 
 def test_several_paths_are_read_as_one_log(capsys, tmp_path):
     (tmp_path / "a.log").write_text("a:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n")
     (tmp_path / "b.log").write_text("b:1:1 [0] NCCL INFO NCCL version 2.26.2+cuda12.2\n")
-    _, result = run(capsys, {"path": [str(tmp_path / "a.log"), str(tmp_path / "b.log")]})
+    dummy, result = run(capsys, {"path": [str(tmp_path / "a.log"), str(tmp_path / "b.log")]})
     assert [f["code"] for f in result["findings"]] == ["nccl_version_mismatch"]
 
 

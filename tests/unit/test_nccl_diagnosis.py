@@ -26,7 +26,7 @@ DUMP = REPO_ROOT / "benchmarks" / "results" / "h200-torch-stop-flight-recorder-r
 def without_source(name: str) -> bytes:
     """A public sample without its "# source:" line, which describes (and so may quote) the failure."""
     data = (SAMPLES / name).read_bytes()
-    first, _, rest = data.partition(b"\n")
+    first, dummy, rest = data.partition(b"\n")
     return rest if first.startswith(b"# source:") else data
 
 

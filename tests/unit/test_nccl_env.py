@@ -120,7 +120,7 @@ def test_the_product_uses_the_threads_of_another_layer():
     ({"debug_file": "nccl.log"}, "NCCL_DEBUG_FILE (from nccl_profile_debug_file) is 'nccl.log': give an "
                                  "absolute path"),
     ({"debug": "", "debug_file": "/tmp/nccl.log"}, "NCCL_DEBUG_FILE (from nccl_profile_debug_file) is "
-                                                  "written only when NCCL_DEBUG is WARN"),
+     "written only when NCCL_DEBUG is WARN"),
     ({"torch_async_error_handling": 4}, "TORCH_NCCL_ASYNC_ERROR_HANDLING (from "
                                         "nccl_profile_torch_async_error_handling) is '4'"),
     ({"ifname": ""}, "the cluster interface '' is not an interface name: run nccl_preflight first "

@@ -18,7 +18,7 @@ SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 def sample(name: str) -> bytes:
     """A sample without its "# source:" line, which quotes the failure it shows."""
     data = (SAMPLES / name).read_bytes()
-    first, _, rest = data.partition(b"\n")
+    first, dummy, rest = data.partition(b"\n")
     return rest if first.startswith(b"# source:") else data
 
 
@@ -292,14 +292,15 @@ SYNTHETIC = [
 
 
 @pytest.mark.parametrize("prefix", PREFIXES.values(), ids=PREFIXES.keys())
-@pytest.mark.parametrize("code, line, fragments", SYNTHETIC, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(SYNTHETIC)])
+@pytest.mark.parametrize("code, line, fragments", SYNTHETIC,
+                         ids=[f"{c}-{i}" for i, (c, dummy, dummy) in enumerate(SYNTHETIC)])
 def test_every_finding_in_every_line_format(prefix, code, line, fragments):
     result = read_nccl_log(prefix + line + "\n", default_host="the-host")
     found = finding(result, code)
     for fragment in fragments:
         assert fragment in found["cause"]
     expected_host = "gpu-a" if line.startswith(H) else ("test" if line.startswith("test:") else
-                                                          "gpu-a" if line.startswith("gpu-a:") else "the-host")
+                                                        "gpu-a" if line.startswith("gpu-a:") else "the-host")
     assert found["host"] == expected_host
     assert found["evidence"].endswith(line[-40:])
 

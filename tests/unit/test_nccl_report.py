@@ -346,7 +346,7 @@ def test_report_files_are_written_for_the_owner_only(tmp_path):
     with open(os.path.join(staging, "raw", "node1", "single.json"), "w") as stream:
         stream.write('{"env": ["NCCL_DEBUG=INFO"]}')
     final = nccl_report.write_report(str(tmp_path), "20261202T090419Z", report_of(run()), staging=staging)
-    for folder, _dirs, files in os.walk(final):
+    for folder, dummy, files in os.walk(final):
         assert _mode(folder) == 0o700, folder
         for name in files:
             assert _mode(os.path.join(folder, name)) == 0o600, name

@@ -78,11 +78,11 @@ def test_mutated_samples(text, data):
     if mutation == "shuffle":
         data.draw(st.randoms(use_true_random=False)).shuffle(lines)
     elif mutation == "insert":
-        for _ in range(data.draw(st.integers(1, 5))):
+        for dummy in range(data.draw(st.integers(1, 5))):
             at = data.draw(st.integers(0, len(lines)))
             lines.insert(at, data.draw(st.sampled_from(NASTY_LINES + NASTY_TOKENS) | st.text(max_size=40)))
     elif mutation == "replace_token" and lines:
-        for _ in range(data.draw(st.integers(1, 5))):
+        for dummy in range(data.draw(st.integers(1, 5))):
             at = data.draw(st.integers(0, len(lines) - 1))
             tokens = lines[at].split() or [""]
             tokens[data.draw(st.integers(0, len(tokens) - 1))] = data.draw(st.sampled_from(NASTY_TOKENS))
@@ -102,10 +102,10 @@ JSON_VALUES = st.recursive(
 @given(st.data())
 def test_mutated_json(data):
     document = copy.deepcopy(JSON_SAMPLE)
-    for _ in range(data.draw(st.integers(1, 4))):
+    for dummy in range(data.draw(st.integers(1, 4))):
         target = document
         # Walk down a random path, then replace what is there.
-        for _ in range(data.draw(st.integers(0, 3))):
+        for dummy in range(data.draw(st.integers(0, 3))):
             if isinstance(target, dict) and target:
                 child = target[data.draw(st.sampled_from(sorted(target)))]
             elif isinstance(target, list) and target:

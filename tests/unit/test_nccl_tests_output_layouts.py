@@ -79,7 +79,7 @@ def test_the_2_0_layout_without_redop_group_or_root():
 
 
 def test_unchecked_runs_have_null_wrong_counts():
-    run = only(modern_run([(size, busbw, "N/A") for size, busbw, _ in ROWS]))
+    run = only(modern_run([(size, busbw, "N/A") for size, busbw, dummy in ROWS]))
     assert {row["out_of_place"]["wrong"] for row in run["rows"]} == {None}
     assert run["wrong_total"] is None and run["data_checked"] is False
     gate = [gate for gate in evaluate_gates(run)["gates"] if gate["name"] == "max_wrong"][0]
@@ -139,8 +139,8 @@ def test_output_cut_mid_table_is_incomplete():
 def test_per_iteration_and_timestamp_columns():
     header = (
         "#                                                   out-of-place (+ per-iteration)                                in-place (+ per-iteration)\n"
-        "#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%            timestamp\n"
-        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)     (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)    %Y-%m-%d %H:%M:%S\n")
+        "#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%            timestamp\n"  # noqa: E501
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)     (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)    %Y-%m-%d %H:%M:%S\n")  # noqa: E501
     row = ("     1048576        262144     float     sum      -1   471.84    2.22    2.22       0   460.10   490.00   489.50     1.20"
            "   476.83    2.20    2.20       0   470.00   480.00   479.90     0.80  2026-12-02 09:04:19\n")
     run = only("# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1048576 step: 2(factor) warmup iters: 1 iters: 10\n"

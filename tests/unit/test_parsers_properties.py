@@ -114,7 +114,7 @@ INVENTORY_PIECES = ["cluster:\n", "  hosts:\n", "    node1:\n", "      ansible_h
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                HealthCheck.function_scoped_fixture])
+                                                                 HealthCheck.function_scoped_fixture])
 @given(st.lists(st.one_of(st.sampled_from(INVENTORY_PIECES), st.text(max_size=10)), max_size=25).map("".join),
        st.sampled_from(["hosts.yml", "hosts.ini", "hosts"]))
 def test_any_inventory_gives_its_cluster_hosts_or_one_inventory_error(tmp_path_factory, text, name):

@@ -37,7 +37,7 @@ def test_ports_plan_and_its_errors():
 
 def test_report_reads_each_hosts_registered_result():
     hostvars = {"node1": {"__nccl_network_reachability": {"reachability": {"host": "node1", "probes": [],
-                                                                             "listeners": {}}}},
+                                                                           "listeners": {}}}},
                 "node2": {}}
     judged = reachability_report(hostvars, ["node1", "node2"], reachability_hosts(HOSTVARS, ["node1", "node2"]))
     assert [(v["code"], v["target"]) for v in judged["verdicts"]] == [("no_result", "node2")]

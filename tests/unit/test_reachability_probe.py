@@ -22,7 +22,7 @@ NET = f"127.{random.randint(64, 250)}.{random.randint(1, 250)}"
 
 
 def free_ports(count, address=f"{NET}.1"):
-    sockets = [socket.create_server((address, 0)) for _ in range(count)]
+    sockets = [socket.create_server((address, 0)) for dummy in range(count)]
     ports = [s.getsockname()[1] for s in sockets]
     for s in sockets:
         s.close()
@@ -112,7 +112,9 @@ def test_the_module_refuses_unknown_hosts_and_missing_addresses(capsys):
 
 
 def test_missing_tools_are_unknown_not_failures():
-    missing = lambda argv, timeout: (127, "", f"{argv[0]}: command not found")  # noqa: E731
+    def missing(argv, timeout):
+        return (127, "", f"{argv[0]}: command not found")
+
     check = Check(params("h1", hosts(2), [40000]), command=missing)
     assert check.ping(f"{NET}.2", None) is None
     assert check.route_to(f"{NET}.2") == {"route_dev": None, "route_error": None}

@@ -19,7 +19,7 @@ def say(rank, text):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--bytes", type=int, required=True, help="size of the all-reduced buffer")
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
@@ -38,14 +38,14 @@ def main():
 
     elements = max(1, args.bytes // 4)
     buffer = torch.empty(elements, dtype=torch.float32)
-    for _ in range(args.warmup):
+    for dummy in range(args.warmup):
         buffer.fill_(rank + 1)
         dist.all_reduce(buffer)
     dist.barrier()
     seconds = 0.0
     correct = True
     expected = world * (world + 1) / 2
-    for _ in range(args.iters):
+    for dummy in range(args.iters):
         buffer.fill_(rank + 1)
         started = time.perf_counter()
         dist.all_reduce(buffer)

@@ -193,7 +193,8 @@ class Lab:
              **subprocess_kwargs) -> subprocess.CompletedProcess:
         """subprocess.run(`command(node, argv)`, **subprocess_kwargs); check=False by default."""
         preflight.require(preflight.EXEC_TOOLS)
-        return subprocess.run(self.command(node_name, argv), **subprocess_kwargs)
+        # check= comes with the caller's subprocess_kwargs (False when not given).
+        return subprocess.run(self.command(node_name, argv), **subprocess_kwargs)  # pylint: disable=subprocess-run-check
 
     def ssh_command(self, node_name: str | int, argv: Sequence[str] = ()) -> list[str]:
         """ssh as root with the lab's key to a node's public address, as the controller does."""
@@ -253,7 +254,7 @@ class Lab:
             raise LabError(
                 f"lab {self.index} is up with {_describe(running)}, not {_describe(plan)}: "
                 f"run `ncclkit lab down --index {self.index}` first")
-        problems, _ = self._check(state)
+        problems, dummy = self._check(state)
         if problems:
             raise LabError(f"lab {self.index} is up but broken ({problems[0]}): "
                            f"run `ncclkit lab down --index {self.index}` and up again")

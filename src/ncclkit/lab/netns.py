@@ -24,7 +24,7 @@ VETH_WAIT_S = 3
 
 def run_batch(lines: list[str], netns: str | None = None, force: bool = False) -> None:
     result = subprocess.run(_batch_argv(netns, force), input="\n".join(lines) + "\n",
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, check=False)
     if result.returncode != 0 and not force:
         raise LabError(f"ip -batch{' in ' + netns if netns else ''} failed: "
                        f"{_first_line(result.stderr)}")
@@ -96,7 +96,7 @@ def start_gateway(plan: LabPlan) -> None:
     run_batch(gateway_batch(plan), plan.gateway_netns)
     setup = ("echo 1 > /proc/sys/net/ipv4/ip_forward && nft -f -")
     result = subprocess.run(["ip", "netns", "exec", plan.gateway_netns, "sh", "-c", setup],
-                            input=gateway_ruleset(plan), capture_output=True, text=True)
+                            input=gateway_ruleset(plan), capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise LabError(f"setting up the SSH gateway in {plan.gateway_netns} failed: "
                        f"{_first_line(result.stderr)}")

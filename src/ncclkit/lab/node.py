@@ -55,7 +55,7 @@ def start_holders(state: StateDir, plan: LabPlan, sshd: str) -> dict[str, int]:
     """Start every member's holder; returns name -> pid (not yet ready)."""
     script = "\n".join(launch_line(state, plan, member, sshd) for member in plan.members)
     result = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
-                            env=HOLDER_ENV, cwd="/")
+                            env=HOLDER_ENV, cwd="/", check=False)
     pids = result.stdout.split()
     if result.returncode != 0 or len(pids) != len(plan.members):
         raise LabError(f"starting the nodes failed: {result.stderr.strip() or result.stdout}")
