@@ -103,7 +103,7 @@ def measure(argv, tree: Path = REPO) -> dict:
     with tempfile.TemporaryFile() as out:
         started = time.monotonic()
         child = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tree)
-        _, status, usage = os.wait4(child.pid, 0)
+        dummy, status, usage = os.wait4(child.pid, 0)
         seconds = time.monotonic() - started
         child.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)

@@ -23,7 +23,7 @@ params = {"cuda_home": sys.argv[1]} if len(sys.argv) > 1 else {}
 started = time.monotonic()
 facts = toolchain.detect_toolchain(params)
 elapsed = time.monotonic() - started
-_, names = toolchain.run_command(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
+dummy, names = toolchain.run_command(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
 gpus = [line.strip() for line in names.splitlines() if line.strip()]
 where = "{} x {}".format(len(gpus), ", ".join(sorted(set(gpus)))) if gpus else "a host without GPU"
 command = "python3 benchmarks/h200_toolchain.py" + "".join(" " + a for a in sys.argv[1:])

@@ -182,7 +182,7 @@ def test_a_terminal_gets_the_live_table_and_the_recap_table(probe):
     os.close(follower)
     output = b""
     while True:
-        ready, _, _ = select.select([leader], [], [], 60)
+        ready, dummy, dummy = select.select([leader], [], [], 60)
         try:
             chunk = os.read(leader, 65536) if ready else b""
         except OSError:   # the child closed the terminal

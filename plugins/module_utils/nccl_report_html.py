@@ -209,8 +209,8 @@ def _host_checks(host, record, facts, runs, known):
         badges.append('<span class="badge fail">no data (failed or unreachable)</span>')
     for run in runs:
         if host in (run.get("hosts") or [run.get("host")]):
-            label = {"single": "single-node", "multi": "multi-node", GLOO_RUN: "Gloo"}.get(run.get("name"),
-                                                                                          str(run.get("name")))
+            labels = {"single": "single-node", "multi": "multi-node", GLOO_RUN: "Gloo"}
+            label = labels.get(run.get("name"), str(run.get("name")))
             badges.append(_badge(run.get("passed"), label + " pass", label + " FAIL"))
     if facts:
         badges.append(_badge(facts.get("passed"), "network pass", "network FAIL", "network not checked"))
@@ -258,9 +258,10 @@ def _matrix_section(rows, network):
                     status, _e(source + "->" + target), _e(_pair_details(row)),
                     _e("ok" if status == "ok" else row.get("cause") or status)))
         out.append("<tr><th>{0}</th>{1}</tr>".format(_e(source), "".join(cells)))
-    out += ["</table>", '<p><span class="badge ok">ok</span><span class="badge warning">warning</span>'
-                              '<span class="badge error">error</span><span class="badge none">not probed</span>'
-                              " Hover a cell for the address, route and ports.</p>"]
+    legend = ('<p><span class="badge ok">ok</span><span class="badge warning">warning</span>'
+              '<span class="badge error">error</span><span class="badge none">not probed</span>'
+              " Hover a cell for the address, route and ports.</p>")
+    out += ["</table>", legend]
     return out + _network_verdicts(network) + ["</section>"]
 
 

@@ -12,8 +12,9 @@ def render_markdown(report):
     lines = ["# ncclkit validation report: {0}".format(report["verdict"].upper()), "",
              "Created {0} (UTC). {1}.".format(report["created"], summary_line(report)), ""]
     if report["reasons"]:
-        lines += ["## Why it failed", ""] + ["- " + _md(line.strip()) if not line.startswith("  ")
-                                           else "  - " + _md(line.strip()) for line in report["reasons"]] + [""]
+        lines += ["## Why it failed", ""]
+        lines += [("  - " if line.startswith("  ") else "- ") + _md(line.strip()) for line in report["reasons"]]
+        lines += [""]
     if report["notes"]:
         lines += ["## Notes", ""] + ["- " + _md(note) for note in report["notes"]] + [""]
     if report.get("adaptations"):
@@ -72,8 +73,8 @@ def _run_section(run):
         if perf.get("ranks") == 1:
             facts.append("busbw is 0 by definition with one rank")
         elif perf.get("peak_busbw_gbps") is not None:
-            facts.append("peak busbw {0} GB/s at {1}".format(number(perf["peak_busbw_gbps"]),
-                                                              human_size(perf.get("peak_busbw_size_bytes"))))
+            facts.append("peak busbw {0} GB/s at {1}".format(
+                number(perf["peak_busbw_gbps"]), human_size(perf.get("peak_busbw_size_bytes"))))
     lines += ["- " + "; ".join(facts)]
     lines += ["- " + _md(line.strip()) for line in run["reasons"][1:] if line.startswith("  ")]
     lines.append("")

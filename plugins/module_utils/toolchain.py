@@ -214,7 +214,7 @@ def _cuda_home_of(nvcc, run):
     if os.path.exists(os.path.join(home, "include", "cuda_runtime.h")) or os.path.isdir(os.path.join(home, "targets")):
         return home
     # A wrapper script (/usr/local/bin/nvcc): the compiler driver says where it lives, as TOP=<home>/bin/..
-    _, out = run([nvcc, "--dryrun", "-x", "cu", "-c", "/dev/null", "-o", "/dev/null"], merge_stderr=True)
+    dummy, out = run([nvcc, "--dryrun", "-x", "cu", "-c", "/dev/null", "-o", "/dev/null"], merge_stderr=True)
     top = _first_group(_NVCC_TOP, out)
     return os.path.realpath(top) if top else home
 

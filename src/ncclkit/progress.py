@@ -119,8 +119,8 @@ class PlainProgress(ProgressTracker):
         rows = recap_rows(stats)
         if not rows:
             return
-        header = ["host", *(name for name, _ in RECAP_COLUMNS)]
-        table = [header, *([host, *(str(counts[name]) for name, _ in RECAP_COLUMNS)] for host, counts in rows)]
+        header = ["host", *(name for name, dummy in RECAP_COLUMNS)]
+        table = [header, *([host, *(str(counts[name]) for name, dummy in RECAP_COLUMNS)] for host, counts in rows)]
         widths = [max(len(row[i]) for row in table) for i in range(len(header))]
         self._print("RECAP")
         for row in table:
@@ -176,11 +176,11 @@ class RichProgress(ProgressTracker):
             return
         table = Table(title="RECAP", title_justify="left")
         table.add_column("host", style="bold")
-        for name, _ in RECAP_COLUMNS:
+        for name, dummy in RECAP_COLUMNS:
             table.add_column(name, justify="right")
         for host, counts in rows:
             color = "red" if counts["failed"] or counts["unreachable"] else "yellow" if counts["changed"] else "green"
-            table.add_row(f"[{color}]{host}[/{color}]", *(str(counts[name]) for name, _ in RECAP_COLUMNS))
+            table.add_row(f"[{color}]{host}[/{color}]", *(str(counts[name]) for name, dummy in RECAP_COLUMNS))
         self.console.print(table)
 
 

@@ -41,11 +41,13 @@ def test_unreachable_hosts_are_named_not_judged():
 
 def test_the_judged_fact_is_the_document():
     collector = CheckCollector()
-    collector({"event": "runner_on_ok", "event_data": {"host": "node1", "task_action": "ansible.builtin.set_fact",
-                                                        "res": {"ansible_facts": {"nccl_preflight_nics": []}}}})
+    collector({"event": "runner_on_ok", "event_data": {
+        "host": "node1", "task_action": "ansible.builtin.set_fact",
+        "res": {"ansible_facts": {"nccl_preflight_nics": []}}}})
     assert collector.check is None
     check = {"ready": True, "verdicts": {"node1": "node1: READY"}, "findings": [], "master": {}}
-    collector({"event": "runner_on_ok", "event_data": {"host": "node1", "task_action": "ansible.builtin.set_fact",
-                                                        "res": {"ansible_facts": {"ncclkit_check": check}}}})
+    collector({"event": "runner_on_ok", "event_data": {
+        "host": "node1", "task_action": "ansible.builtin.set_fact",
+        "res": {"ansible_facts": {"ncclkit_check": check}}}})
     document = build_document(["node1"], collector, [])
     assert document["ready"] and document["verdicts"] == {"node1": "node1: READY"}

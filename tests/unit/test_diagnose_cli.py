@@ -125,7 +125,7 @@ def test_parse_max_size_mib_raises_the_file_limit(capsys, tmp_path):
     big = tmp_path / "long.txt"
     with open(big, "wb") as handle:  # sparse: 65 MiB of NUL bytes on paper
         handle.truncate(65 * 1024 * 1024)
-    code, _, err = ncclkit(capsys, "parse", big)
+    code, dummy, err = ncclkit(capsys, "parse", big)
     assert code == exitcodes.BAD_INPUT and "over the 67108864-byte limit" in err
-    code, _, err = ncclkit(capsys, "parse", "--max-size-mib", "66", big)
+    code, dummy, err = ncclkit(capsys, "parse", "--max-size-mib", "66", big)
     assert code == exitcodes.BAD_INPUT and "binary (a NUL byte at offset 0)" in err

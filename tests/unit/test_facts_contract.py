@@ -165,7 +165,7 @@ def test_every_entry_of_the_doc_is_still_used():
 
 
 def test_no_set_fact_key_is_a_template():
-    templated = [f"{path}: {key}" for _, path, key in _set_fact_keys() if "{{" in key or "{%" in key]
+    templated = [f"{path}: {key}" for dummy, path, key in _set_fact_keys() if "{{" in key or "{%" in key]
     assert not templated, ("set_fact keys written as templates (use the plain key and "
                            f"# noqa: var-naming[no-role-prefix] on the task's name): {templated}")
 
@@ -195,4 +195,4 @@ def test_every_role_fact_read_outside_its_role_is_in_the_doc():
 
 @pytest.mark.parametrize("name", sorted(name for name in ENTRIES if not name.startswith("ncclkit_")))
 def test_every_role_fact_in_the_doc_is_read_outside_its_role(name):
-    assert name in {read for read, _ in _cross_role_reads()}, f"{name} is read only inside its role"
+    assert name in {read for read, dummy in _cross_role_reads()}, f"{name} is read only inside its role"

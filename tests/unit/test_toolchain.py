@@ -347,7 +347,7 @@ def test_candidates_are_expanded_and_ompi_info_gives_the_version(tmp_path):
 
 
 def test_a_given_mpi_home_settles_it(tmp_path, monkeypatch):
-    _, mpicc = fake_openmpi(tmp_path)
+    dummy, mpicc = fake_openmpi(tmp_path)
     on_path(monkeypatch, str(mpicc.parent))
     found = tc.find_mpi(str(tmp_path / "missing"), "mpicc", [])
     assert found == {"found": False, "flavor": "", "home": "", "include_dir": "", "lib_dir": "", "mpicc": "",
@@ -430,4 +430,3 @@ def test_the_h200_recording_matches_what_the_former_shell_found_there():
     assert compared == 15
     assert sample["ncclkit_gpu_capabilities"]["capabilities"] == old["gpu.caps"].split(",")
     assert sample["ncclkit_nccl"]["dev_link"] == old.get("nccl.dev_link", "")
-
