@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
+
 from ansible_collections.ncclkit.cluster.plugins.module_utils import toolchain as tc
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_toolchain
 from conftest import SAMPLES
