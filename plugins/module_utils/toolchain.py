@@ -161,12 +161,12 @@ def gpu_capabilities(gpus, absent_reason, nvidia_smi, run=run_command):
 def _ask_nvidia_smi(nvidia_smi, run):
     found = shutil.which(nvidia_smi)
     if not found:
-        return [], "{0} not found: install the NVIDIA driver".format(nvidia_smi)
+        return [], f"{nvidia_smi} not found: install the NVIDIA driver"
     rc, raw = run([found, "--query-gpu=compute_cap", "--format=csv,noheader"], merge_stderr=True)
     caps = [c for c in (line.replace(" ", "").replace("\r", "") for line in raw.split("\n"))
             if _GPU_CAP.match(c)]
-    head = raw.rstrip("\n").split("\n")[:2]
-    return caps, "{0} listed no GPU (exit {1}): {2}".format(nvidia_smi, rc, " ".join(head))
+    head = " ".join(raw.rstrip("\n").split("\n")[:2])
+    return caps, f"{nvidia_smi} listed no GPU (exit {rc}): {head}"
 
 
 def _text(value):
@@ -309,7 +309,7 @@ def nccl_header_version(header):
         text = ""
     parts = []
     for name in ("NCCL_MAJOR", "NCCL_MINOR", "NCCL_PATCH"):
-        match = re.search(r"^#define {0} *([0-9]*)".format(name), text, re.MULTILINE)
+        match = re.search(rf"^#define {name} *([0-9]*)", text, re.MULTILINE)
         parts.append(match.group(1) if match else "")
     return ".".join(parts)
 

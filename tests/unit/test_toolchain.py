@@ -399,7 +399,7 @@ def test_the_module_refuses_an_unknown_nccl_source(capsys):
 
 def test_the_h200_recording_has_the_fact_shapes():
     sample = json.loads((SAMPLES / "h200-toolchain.json").read_text())
-    assert list(sample)[0] == "_source" and sample["_source"].startswith("recorded 2026-")
+    assert next(iter(sample)) == "_source" and sample["_source"].startswith("recorded 2026-")
     shapes = {
         "ncclkit_gpu_capabilities": {"present": bool, "count": int, "capabilities": list, "sm": list,
                                      "oldest": int, "newest": int, "reason": str},
