@@ -48,14 +48,16 @@ _nccl_tests_state: >-
      ncclkit_cuda, ncclkit_nccl, ncclkit_mpi) }}
 # => {"has_source": true, "src_root": "/opt/ncclkit/nccl-tests/src/git", "stamp": {...},
 #     "key": "0123456789abcdef", "build_dir": "/opt/ncclkit/nccl-tests/builds/0123456789abcdef",
-#     "installed": false, "dirs": ["/opt/ncclkit/nccl-tests/src/git"]}
+#     "installed": false, "dirs": ["/opt/ncclkit/nccl-tests/src/git"],
+#     "check_mode_note": "would build nccl-tests v2.19.6 (-gencode=..., MPI=1, NCCL 2.21.5) as build 0123456789abcdef."}
 """
 
 RETURN = r"""
 _value:
   description:
     - C(has_source) (the scan found a source tree), C(src_root), C(stamp), C(key), C(build_dir)
-      (builds/<key>), C(installed) (that build exists) and C(dirs) (every path the scan listed).
+      (builds/<key>), C(installed) (that build exists), C(dirs) (every path the scan listed) and
+      C(check_mode_note) (what a run in check mode would do, as a sentence).
   type: dict
 """
 

@@ -202,8 +202,9 @@ def install_state(scan_lines, settings, cuda, nccl, mpi):
     }
     key = stamp_key(stamp)
     build_dir = "{0}/builds/{1}".format(settings["install_dir"], key)
+    has_source = tree != "none"
     return {
-        "has_source": tree != "none",
+        "has_source": has_source,
         "src_root": values.get("root", settings["src_dir"]),
         "stamp": stamp,
         "key": key,
@@ -211,4 +212,12 @@ def install_state(scan_lines, settings, cuda, nccl, mpi):
         # builds/<key> is only ever made by renaming a complete, checked build into place.
         "installed": build_dir in dirs,
         "dirs": dirs,
+        "check_mode_note": check_mode_note(stamp, key, has_source),
     }
+
+
+def check_mode_note(stamp, key, has_source):
+    """What a run in check mode would do; the key is known only once the source is there."""
+    return "would {0}build nccl-tests {1} ({2}, MPI={3}, NCCL {4}){5}.".format(
+        "" if has_source else "fetch and ", stamp["nccl_tests_version"], stamp["gencode"], int(stamp["mpi"]),
+        stamp["nccl_version"], " as build " + key if has_source else "")

@@ -206,3 +206,12 @@ def test_without_mpi_the_stamp_has_no_mpi_home_and_binaries_carry_the_suffix():
                           CUDA, NCCL, MPI)
     assert state["stamp"]["mpi"] is False and state["stamp"]["mpi_home"] == ""
     assert state["stamp"]["binaries"] == ["all_reduce_perf_x", "sendrecv_perf_x"]
+
+
+def test_check_mode_says_what_it_would_do():
+    bare = install_state(["tree\tnone"], stamp_settings(mpi=False), CUDA, NCCL, MPI)
+    assert bare["check_mode_note"] == ("would fetch and build nccl-tests v2.19.6 (-gencode=arch=compute_90,code=sm_90, "
+                                       "MPI=0, NCCL 2.21.5).")
+    ready = install_state(["tree\tabc"], stamp_settings(), CUDA, NCCL, MPI)
+    assert ready["check_mode_note"] == ("would build nccl-tests v2.19.6 (-gencode=arch=compute_90,code=sm_90, MPI=1, "
+                                        "NCCL 2.21.5) as build {0}.".format(ready["key"]))
