@@ -67,14 +67,17 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_plan import PlanError, build_plan
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_plan import (
+    PlanError,
+    build_plan,
+)
 
 
 def nccl_tests_build_plan(settings, gpu, cuda, nccl, mpi):
     try:
         return build_plan(dict(settings), gpu, cuda, nccl, mpi)
     except PlanError as error:
-        raise AnsibleFilterError("nccl_tests: {0}".format(error)) from None
+        raise AnsibleFilterError(f"nccl_tests: {error}") from None
 
 
 class FilterModule:

@@ -62,14 +62,17 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_plan import PlanError, install_state
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_plan import (
+    PlanError,
+    install_state,
+)
 
 
 def nccl_tests_install_state(scan_lines, settings, cuda, nccl, mpi):
     try:
         return install_state(list(scan_lines), dict(settings), cuda, nccl, mpi)
     except PlanError as error:
-        raise AnsibleFilterError("nccl_tests: {0}".format(error)) from None
+        raise AnsibleFilterError(f"nccl_tests: {error}") from None
 
 
 class FilterModule:

@@ -57,7 +57,9 @@ _value:
   elements: str
 """
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_validate_run import benchmark_argv
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_validate_run import (
+    benchmark_argv,
+)
 
 
 def nccl_validate_argv(launcher, binary, sizes, gpus_per_process, json_file, json=False):

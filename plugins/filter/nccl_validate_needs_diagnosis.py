@@ -39,7 +39,9 @@ _value:
   type: bool
 """
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_validate_run import needs_diagnosis
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_validate_run import (
+    needs_diagnosis,
+)
 
 
 def nccl_validate_needs_diagnosis(run, perf, expected_transport):

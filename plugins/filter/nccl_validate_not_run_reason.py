@@ -51,7 +51,9 @@ _value:
   type: str
 """
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_validate_run import not_run_reason
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_validate_run import (
+    not_run_reason,
+)
 
 
 def nccl_validate_not_run_reason(stat_results, host_view, run_name, launcher, host):

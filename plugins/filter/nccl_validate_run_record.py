@@ -56,7 +56,9 @@ _value:
   type: dict
 """
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_validate_run import run_record
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_validate_run import (
+    run_record,
+)
 
 
 def nccl_validate_run_record(run, context, perf, diagnosis, fetched):

@@ -35,7 +35,7 @@ def as_bool(value, name):
     try:
         return boolean(value, strict=True)
     except TypeError:
-        raise PlanError("{0} must be true or false, not {1!r}".format(name, value)) from None
+        raise PlanError(f"{name} must be true or false, not {value!r}") from None
 
 
 def sha1(text):
@@ -58,7 +58,7 @@ def arch_limits(limits, cuda):
 def derived_gencode(sm, ptx):
     """nvcc flags for each capability in `sm`, plus PTX for the newest (last) one when `ptx`."""
     sm = [str(s) for s in sm]
-    flags = ["-gencode=arch=compute_{0},code=sm_{0}".format(s) for s in sm]
+    flags = [f"-gencode=arch=compute_{s},code=sm_{s}" for s in sm]
     if ptx and sm:
         flags.append("-gencode=arch=compute_{0},code=compute_{0}".format(sm[-1]))
     return " ".join(flags)
@@ -73,7 +73,7 @@ def name_suffix(make_vars):
 def controller_path(path, playbook_dir):
     """A controller path relative to the playbook's folder made absolute."""
     path = str(path or "")
-    return path if path.startswith("/") else "{0}/{1}".format(playbook_dir, path)
+    return path if path.startswith("/") else f"{playbook_dir}/{path}"
 
 
 def source_dir(settings, ctl_path):
@@ -84,12 +84,12 @@ def source_dir(settings, ctl_path):
     if source == "git":
         entry = "git"
     elif source == "archive":
-        entry = "archive-{0}-{1}".format(version, str(settings.get("archive_checksum") or "").split(":")[-1][:12])
+        entry = "archive-{}-{}".format(version, str(settings.get("archive_checksum") or "").split(":")[-1][:12])
     elif source == "controller":
-        entry = "controller-{0}-{1}".format(version, sha1(ctl_path)[:12])
+        entry = f"controller-{version}-{sha1(ctl_path)[:12]}"
     else:
-        raise PlanError("nccl_tests_source is one of git, archive, controller, not {0!r}".format(source))
-    return "{0}/src/{1}".format(settings["install_dir"], entry)
+        raise PlanError(f"nccl_tests_source is one of git, archive, controller, not {source!r}")
+    return "{}/src/{}".format(settings["install_dir"], entry)
 
 
 def build_problems(settings, gpu, cuda, nccl, mpi, limits, derive):
@@ -99,7 +99,7 @@ def build_problems(settings, gpu, cuda, nccl, mpi, limits, derive):
     problems = []
     if not present:
         if as_bool(settings["required"], "nccl_tests_required"):
-            problems.append("no GPU ({0}) and nccl_tests_required is true: install the NVIDIA driver so that "
+            problems.append("no GPU ({}) and nccl_tests_required is true: install the NVIDIA driver so that "
                             "nvidia-smi lists the GPUs, or set nccl_tests_required to false to skip the build on "
                             "such hosts".format(gpu.get("reason")))
         return problems
@@ -110,24 +110,24 @@ def build_problems(settings, gpu, cuda, nccl, mpi, limits, derive):
     if not nccl_found:
         problems.append(nccl.get("hint"))
     elif not NCCL_VERSION.match(str(nccl.get("version") or "")):
-        problems.append("NCCL version unreadable from {0}/nccl.h".format(nccl.get("include_dir")))
+        problems.append("NCCL version unreadable from {}/nccl.h".format(nccl.get("include_dir")))
     if settings["mpi"] == "required" and not as_bool(mpi.get("found", False), "ncclkit_mpi.found"):
-        problems.append("nccl_tests_mpi is required but {0}".format(mpi.get("hint")))
+        problems.append("nccl_tests_mpi is required but {}".format(mpi.get("hint")))
     if not (cuda_found and derive):
         return problems
     min_sm, max_sm = int(limits["min_sm"]), int(limits["max_sm"])
     too_old = [s for s in sm if int(s) < min_sm]
     too_new = [s for s in sm if int(s) > max_sm] if max_sm > 0 else []
-    toolkit = "CUDA {0} ({1})".format(cuda.get("version"), cuda.get("nvcc"))
+    toolkit = "CUDA {} ({})".format(cuda.get("version"), cuda.get("nvcc"))
     if too_old:
         problems.append(
-            "{0} builds for sm_{1} and newer, but the GPUs here are older (sm_{2}): install an older CUDA "
+            "{} builds for sm_{} and newer, but the GPUs here are older (sm_{}): install an older CUDA "
             "toolkit that still supports them (CUDA 12.x builds sm_50 to sm_90, and from 12.8 sm_100/sm_120; "
             "CUDA 11.8 builds sm_35 to sm_90) and point nccl_preflight_cuda_home at it, or set nccl_tests_gencode "
             "yourself".format(toolkit, min_sm, ", sm_".join(str(s) for s in too_old)))
     if too_new:
         problems.append(
-            "{0} builds up to sm_{1}, but the GPUs here are newer (sm_{2}): install a newer CUDA toolkit and "
+            "{} builds up to sm_{}, but the GPUs here are newer (sm_{}): install a newer CUDA toolkit and "
             "point nccl_preflight_cuda_home at it, or set nccl_tests_gencode yourself".format(
                 toolkit, max_sm, ", sm_".join(str(s) for s in too_new)))
     return problems
@@ -151,7 +151,7 @@ def build_plan(settings, gpu, cuda, nccl, mpi):
         "suffix": name_suffix(settings["make_vars"]),
         "needed_tools": ["make", "g++", "ldd"] + (["git"] if settings["source"] == "git" else ["tar", "gzip"]),
         "controller_path": ctl_path,
-        "packed": "{0}/ncclkit-nccl-tests-{1}.tar.gz".format(settings.get("tmpdir") or "/tmp",
+        "packed": "{}/ncclkit-nccl-tests-{}.tar.gz".format(settings.get("tmpdir") or "/tmp",
                                                              sha1(ctl_path + str(settings["host"]))),
         "src_dir": source_dir(settings, ctl_path),
         "problems": build_problems(settings, gpu, cuda, nccl, mpi, limits, derive),
@@ -201,7 +201,7 @@ def install_state(scan_lines, settings, cuda, nccl, mpi):
         "binaries": [str(b) + settings["suffix"] for b in settings["binaries"]],
     }
     key = stamp_key(stamp)
-    build_dir = "{0}/builds/{1}".format(settings["install_dir"], key)
+    build_dir = "{}/builds/{}".format(settings["install_dir"], key)
     has_source = tree != "none"
     return {
         "has_source": has_source,
@@ -218,6 +218,6 @@ def install_state(scan_lines, settings, cuda, nccl, mpi):
 
 def check_mode_note(stamp, key, has_source):
     """What a run in check mode would do; the key is known only once the source is there."""
-    return "would {0}build nccl-tests {1} ({2}, MPI={3}, NCCL {4}){5}.".format(
+    return "would {}build nccl-tests {} ({}, MPI={}, NCCL {}){}.".format(
         "" if has_source else "fetch and ", stamp["nccl_tests_version"], stamp["gencode"], int(stamp["mpi"]),
         stamp["nccl_version"], " as build " + key if has_source else "")

@@ -49,14 +49,14 @@ def not_run_reason(stat_results, host_view, run_name, launcher, host):
     (empty for a single-host run); `stat_results` the stat of the benchmark and the launcher."""
     host_view = host_view or {}
     if not host_view.get("bin_dir"):
-        return ("nccl-tests is not available ({0}): run the nccl_tests role, or set nccl_validate_bin_dir to a "
+        return ("nccl-tests is not available ({}): run the nccl_tests role, or set nccl_validate_bin_dir to a "
                 "folder holding all_reduce_perf".format((host_view.get("nccl_tests") or {}).get("reason")))
     if run_name == "multi" and not launcher:
         return ("no launcher for the multi-node run: ncclkit_launch.mpirun is not set; run the nccl_profile role "
                 "or set nccl_validate_mpirun")
     unusable = unusable_programs(stat_results)
     if unusable:
-        return ("{0} is missing or not executable on {1}: run the nccl_tests and nccl_profile roles, or correct "
+        return ("{} is missing or not executable on {}: run the nccl_tests and nccl_profile roles, or correct "
                 "nccl_validate_bin_dir and nccl_validate_mpirun".format(", ".join(str(u) for u in unusable), host))
     return ""
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible.plugins.filter.core import get_hash
-
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_tests_build_plan import FilterModule as PlanFilters
+from ansible_collections.ncclkit.cluster.plugins.filter.nccl_tests_build_plan import (
+    FilterModule as PlanFilters,
+)
 from ansible_collections.ncclkit.cluster.plugins.filter.nccl_tests_install_state import (
     FilterModule as StateFilters,
 )
@@ -87,10 +88,10 @@ def test_a_given_gencode_is_kept_and_no_arch_problem_is_raised():
 def test_gpus_older_than_the_toolkit_builds_for_stop_the_build_with_the_fix():
     got = plan(gpu={"present": True, "sm": [60, 70, 80], "reason": ""}, cuda=dict(CUDA, version="13.0"))
     assert got["problems"] == [
-        "CUDA 13.0 (/usr/local/cuda/bin/nvcc) builds for sm_75 and newer, but the GPUs here are older "
-        "(sm_60, sm_70): install an older CUDA toolkit that still supports them (CUDA 12.x builds sm_50 to sm_90, "
-        "and from 12.8 sm_100/sm_120; CUDA 11.8 builds sm_35 to sm_90) and point nccl_preflight_cuda_home at it, "
-        "or set nccl_tests_gencode yourself"]
+        ("CUDA 13.0 (/usr/local/cuda/bin/nvcc) builds for sm_75 and newer, but the GPUs here are older "
+         "(sm_60, sm_70): install an older CUDA toolkit that still supports them (CUDA 12.x builds sm_50 to sm_90, "
+         "and from 12.8 sm_100/sm_120; CUDA 11.8 builds sm_35 to sm_90) and point nccl_preflight_cuda_home at it, "
+         "or set nccl_tests_gencode yourself")]
 
 
 def test_gpus_newer_than_the_toolkit_builds_for_stop_the_build():
@@ -145,7 +146,7 @@ def test_sources_tools_and_paths():
     # the hashes as the role's Jinja made them (hash('sha1'))
     assert relative["src_dir"] == ("/opt/ncclkit/nccl-tests/src/controller-v2.19.6-"
                                    + get_hash("/play/files/nccl-tests")[:12])
-    assert relative["packed"] == "/tmp/ncclkit-nccl-tests-{0}.tar.gz".format(get_hash("/play/files/nccl-testsnode1"))
+    assert relative["packed"] == "/tmp/ncclkit-nccl-tests-{}.tar.gz".format(get_hash("/play/files/nccl-testsnode1"))
     assert plan(source="controller", controller_path="/src/x", tmpdir="")["packed"].startswith("/tmp/")
     assert plan(source="controller", controller_path="/src/x")["controller_path"] == "/src/x"
     assert plan(host="node2")["packed"] != plan(host="node1")["packed"]
@@ -157,7 +158,8 @@ def test_the_last_name_suffix_wins():
 
 
 def stamp_settings(**over):
-    base = {"version": "v2.19.6", "install_dir": "/opt/ncclkit/nccl-tests", "src_dir": "/opt/ncclkit/nccl-tests/src/git",
+    base = {"version": "v2.19.6", "install_dir": "/opt/ncclkit/nccl-tests",
+            "src_dir": "/opt/ncclkit/nccl-tests/src/git",
             "gencode": "-gencode=arch=compute_90,code=sm_90", "mpi": True, "suffix": "", "make_vars": [],
             "rpath": True, "binaries": ["all_reduce_perf"]}
     base.update(over)
@@ -214,4 +216,4 @@ def test_check_mode_says_what_it_would_do():
                                        "MPI=0, NCCL 2.21.5).")
     ready = install_state(["tree\tabc"], stamp_settings(), CUDA, NCCL, MPI)
     assert ready["check_mode_note"] == ("would build nccl-tests v2.19.6 (-gencode=arch=compute_90,code=sm_90, MPI=1, "
-                                        "NCCL 2.21.5) as build {0}.".format(ready["key"]))
+                                        "NCCL 2.21.5) as build {}.".format(ready["key"]))

@@ -4,8 +4,9 @@ cannot start, its command line, whether it is diagnosed, and its record."""
 from __future__ import annotations
 
 import pytest
-
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_validate_argv import FilterModule as ArgvFilter
+from ansible_collections.ncclkit.cluster.plugins.filter.nccl_validate_argv import (
+    FilterModule as ArgvFilter,
+)
 from ansible_collections.ncclkit.cluster.plugins.filter.nccl_validate_needs_diagnosis import (
     FilterModule as DiagnosisFilter,
 )
