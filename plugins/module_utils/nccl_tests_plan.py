@@ -84,7 +84,7 @@ def source_dir(settings, ctl_path):
     if source == "git":
         entry = "git"
     elif source == "archive":
-        entry = "archive-{}-{}".format(version, str(settings.get("archive_checksum") or "").split(":")[-1][:12])
+        entry = "archive-{}-{}".format(version, str(settings.get("archive_checksum") or "").rsplit(":", maxsplit=1)[-1][:12])
     elif source == "controller":
         entry = f"controller-{version}-{sha1(ctl_path)[:12]}"
     else:
@@ -151,8 +151,8 @@ def build_plan(settings, gpu, cuda, nccl, mpi):
         "suffix": name_suffix(settings["make_vars"]),
         "needed_tools": ["make", "g++", "ldd"] + (["git"] if settings["source"] == "git" else ["tar", "gzip"]),
         "controller_path": ctl_path,
-        "packed": "{}/ncclkit-nccl-tests-{}.tar.gz".format(settings.get("tmpdir") or "/tmp",
-                                                             sha1(ctl_path + str(settings["host"]))),
+        "packed": "{}/ncclkit-nccl-tests-{}.tar.gz".format(
+            settings.get("tmpdir") or "/tmp", sha1(ctl_path + str(settings["host"]))),
         "src_dir": source_dir(settings, ctl_path),
         "problems": build_problems(settings, gpu, cuda, nccl, mpi, limits, derive),
     }
@@ -162,7 +162,7 @@ def parse_scan(lines):
     """The install step's scan: ({"root": ..., "tree": ...}, [dir, ...])."""
     values, dirs = {}, []
     for line in lines:
-        kind, _, value = str(line).partition("\t")
+        kind, dummy, value = str(line).partition("\t")
         if kind == "dir":
             dirs.append(value)
         elif kind:
