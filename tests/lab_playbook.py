@@ -35,7 +35,7 @@ class Played:
 
 
 def lab_cluster(index: int, folder: Path, **up):
-    """The body of a module-scoped lab fixture: `yield from lab_cluster(120, tmp, profile="autodl")`."""
+    """The body of a module-scoped lab fixture: `yield from lab_cluster(INDEX, tmp, profile="autodl")`, INDEX from lab_indices."""
     if os.geteuid() != 0:
         pytest.skip("the lab cluster needs root: run pytest as root")
     lab = Lab(index)

@@ -9,9 +9,10 @@ import pytest
 
 from .aws_lab import aws_lab_cluster, run_site, secrets_in
 from .conftest import group_rules
+from lab_indices import lab_index
 
 pytestmark = pytest.mark.lab
-INDEX = 100
+INDEX = lab_index(__file__)
 
 
 @pytest.fixture(scope="module")

@@ -25,8 +25,9 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report import
 
 from alibaba.test_erdma import profile_script_lines, rdma_device
 from conftest import SAMPLES
+from lab_indices import lab_index
 
-INDEX = 101
+INDEX = lab_index(__file__)
 EFA_PORT = "rdmap0s6|1|4: ACTIVE|Ethernet|efa"
 FI_INFO = """provider: efa
     fabric: efa
@@ -87,7 +88,7 @@ def test_validation_passes_efa_and_fails_another_provider(sample, passed):
 # -- the role on a lab node -----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    yield from lab_cluster(INDEX, tmp_path_factory.mktemp("lab101"), nodes=1)
+    yield from lab_cluster(INDEX, tmp_path_factory.mktemp(f"lab{INDEX}"), nodes=1)
 
 
 @pytest.fixture(scope="module")

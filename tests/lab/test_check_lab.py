@@ -13,9 +13,10 @@ import pytest
 from lab_helpers import REPO_ROOT, ncclkit, needs_root
 
 from ncclkit.lab import Lab
+from lab_indices import lab_index
 
 pytestmark = [pytest.mark.lab, needs_root]
-INDEX = 151
+INDEX = lab_index(__file__)
 PROFILE_PLAYBOOK = REPO_ROOT / "tests" / "nccl_profile" / "playbook.yml"
 
 
@@ -23,7 +24,7 @@ PROFILE_PLAYBOOK = REPO_ROOT / "tests" / "nccl_profile" / "playbook.yml"
 def lab(tmp_path_factory):
     lab = Lab(INDEX)
     lab.down()
-    lab.up(nodes=2, inventory_path=tmp_path_factory.mktemp("lab151") / "hosts.yml")
+    lab.up(nodes=2, inventory_path=tmp_path_factory.mktemp(f"lab{INDEX}") / "hosts.yml")
     yield lab
     lab.down()
 
@@ -41,7 +42,7 @@ def test_fresh_lab_then_profile(lab):
     assert {("hostname_unreachable", "node1"), ("hostname_unreachable", "node2"),
             ("gloo_unpinned", "node1"), ("nccl_unpinned", "node2")} <= errors
     first = document["findings"][0]
-    assert "GLOO_SOCKET_IFNAME=eth1" in first["fix"] and "198.18.151." in first["cause"]
+    assert "GLOO_SOCKET_IFNAME=eth1" in first["fix"] and f"198.18.{INDEX}." in first["cause"]
     assert document["verdict"].startswith("NOT READY")
     assert seconds < 60
 
@@ -56,5 +57,5 @@ def test_fresh_lab_then_profile(lab):
     assert rc == 0, document["findings"]
     assert document["verdict"] == "READY: multi-node training should start here"
     assert {f["severity"] for f in document["findings"]} <= {"warning", "info"}
-    assert document["master"]["addr"] == "198.19.151.11"
+    assert document["master"]["addr"] == f"198.19.{INDEX}.11"
 

@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from ncclkit.lab import Lab
+from lab_indices import lab_index
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = Path(__file__).with_name("playbook.yml")
-INDEX = 40
+INDEX = lab_index(__file__)
 FACTS_LINE = re.compile(r'^\s*"msg": ("NCCLKIT_FACTS .*")\s*$')
 RECAP_LINE = re.compile(r"^(\S+)\s+:\s+((?:\w+=\d+\s*)+)$")
 
@@ -56,7 +57,7 @@ def lab(tmp_path_factory):
         pytest.skip("the lab cluster needs root: run pytest as root")
     lab = Lab(INDEX)
     lab.down()   # whatever an interrupted earlier run left
-    lab.up(nodes=2, outsider=True, inventory_path=tmp_path_factory.mktemp("lab40") / "hosts.yml")
+    lab.up(nodes=2, outsider=True, inventory_path=tmp_path_factory.mktemp(f"lab{INDEX}") / "hosts.yml")
     yield lab
     lab.down()
 

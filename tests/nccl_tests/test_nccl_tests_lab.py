@@ -16,8 +16,9 @@ import pytest
 
 from . import fakes
 from .conftest import REPO_ROOT, PLAYBOOK, ansible_env, parse_facts, parse_recap
+from lab_indices import lab_index
 
-INDEX = 80
+INDEX = lab_index(__file__)
 INSTALL = "/opt/ncclkit/nccl-tests"
 
 pytestmark = [
@@ -48,7 +49,7 @@ def lab(lab_fakes, tmp_path_factory):
         from ncclkit.lab import Lab
     except ImportError as error:  # the lab is another piece of the project
         pytest.skip(f"ncclkit.lab is not importable: {error}")
-    inventory = tmp_path_factory.mktemp("lab80") / "hosts.yml"
+    inventory = tmp_path_factory.mktemp(f"lab{INDEX}") / "hosts.yml"
     lab = Lab(INDEX)
     lab.down()
     lab.up(nodes=2, inventory_path=inventory)

@@ -17,8 +17,9 @@ import pytest
 
 from . import fakes
 from .conftest import PLAYBOOK, REPO_ROOT, ansible_env, parse_recap
+from lab_indices import lab_index
 
-INDEX = 175
+INDEX = lab_index(__file__)
 
 pytestmark = [pytest.mark.lab, pytest.mark.skipif(os.geteuid() != 0, reason="the lab cluster needs root")]
 
@@ -33,7 +34,7 @@ def lab_node(tmp_path_factory):
                  "cuda": fakes.make_fake_cuda(base / "cuda-13.0"),
                  "smi": fakes.make_fake_nvidia_smi(base / "smi-h200" / "nvidia-smi", ["9.0"]),
                  "python": fakes.make_fake_torch_env(base / "torch-env")}
-    inventory = tmp_path_factory.mktemp("lab175") / "hosts.yml"
+    inventory = tmp_path_factory.mktemp(f"lab{INDEX}") / "hosts.yml"
     lab = Lab(INDEX)
     lab.down()
     lab.up(nodes=1, inventory_path=inventory)

@@ -21,10 +21,11 @@ from ncclkit.lab import Lab
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
 from lab_helpers import REPO_ROOT, leftovers, needs_root  # noqa: E402
+from lab_indices import lab_index  # noqa: E402
 
 pytestmark = [pytest.mark.lab, needs_root]
 
-INDEX = 60
+INDEX = lab_index(__file__)
 HERE = Path(__file__).resolve().parent
 SAMPLES = REPO_ROOT / "tests" / "samples"
 ONE_GPU = SAMPLES / "h200-1gpu-all_reduce_perf.txt"
@@ -54,7 +55,7 @@ STANDIN_LOG = "/tmp/ncclkit-standin.log"
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    inventory = tmp_path_factory.mktemp("lab60") / "hosts.yml"
+    inventory = tmp_path_factory.mktemp(f"lab{INDEX}") / "hosts.yml"
     lab = Lab(INDEX)
     lab.down()
     assert lab.up(nodes=2, inventory_path=inventory) is True
@@ -182,7 +183,7 @@ def test_a_healthy_cluster_passes_with_fetched_outputs_and_a_report(lab, tmp_pat
 
 def test_a_hang_and_low_busbw_fail_with_the_cause_and_the_numbers(lab, tmp_path):
     facts = contract_facts("slow", nccl_validate_timeout_s=2, nccl_validate_min_busbw_gbps=3.0,
-                           ncclkit_cluster_network="198.19.60.0/24")
+                           ncclkit_cluster_network=f"198.19.{INDEX}.0/24")
     facts["ncclkit_nccl_tests"]["version"] = "2.16.9"  # before -J
     started = time.monotonic()
     done, folder = validate(lab, tmp_path, facts)
