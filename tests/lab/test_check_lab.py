@@ -4,16 +4,14 @@ after the profile (nccl_preflight + nccl_profile, as site.yml runs them) it pass
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 
 import pytest
 from lab_helpers import REPO_ROOT, ncclkit, needs_root
 
-from ncclkit.lab import Lab
 from lab_indices import lab_index
+from lab_playbook import lab_cluster, play
 
 pytestmark = [pytest.mark.lab, needs_root]
 INDEX = lab_index(__file__)
@@ -22,11 +20,7 @@ PROFILE_PLAYBOOK = REPO_ROOT / "tests" / "nccl_profile" / "playbook.yml"
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    lab = Lab(INDEX)
-    lab.down()
-    lab.up(nodes=2, inventory_path=tmp_path_factory.mktemp(f"lab{INDEX}") / "hosts.yml")
-    yield lab
-    lab.down()
+    yield from lab_cluster(INDEX, tmp_path_factory.mktemp(f"lab{INDEX}"), nodes=2)
 
 
 def check(lab):
@@ -46,12 +40,8 @@ def test_fresh_lab_then_profile(lab):
     assert document["verdict"].startswith("NOT READY")
     assert seconds < 60
 
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg")}
-    profile = subprocess.run(
-        [str(os.path.join(os.path.dirname(sys.executable), "ansible-playbook")), "-i", str(lab.inventory_path),
-         str(PROFILE_PLAYBOOK), "-e", json.dumps({"nccl_profile_python": sys.executable})],
-        capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600, check=False)
-    assert profile.returncode == 0, profile.stdout[-3000:]
+    profile = play(lab.inventory_path, str(PROFILE_PLAYBOOK), {"nccl_profile_python": sys.executable})
+    assert profile.rc == 0, profile.stdout[-3000:]
 
     rc, document, _ = check(lab)
     assert rc == 0, document["findings"]
