@@ -119,3 +119,9 @@ def test_parse_gates_from_options(capsys):
     code, out, _ = ncclkit(capsys, "parse", "--min-busbw-gbps", "100", "--expected-ranks", "2",
                            SAMPLES / "h200-2host-socket-defaults.txt")
     assert code == exitcodes.PROBLEM and "[error] min_busbw_gbps (run): busbw" in out
+
+
+def test_the_cli_offers_the_transports_the_engine_takes():
+    # A copy, not an import: importing the engine at parser set-up would slow every `ncclkit` command.
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import TRANSPORTS
+    assert diagnose_cli.TRANSPORTS == TRANSPORTS
