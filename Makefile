@@ -18,7 +18,7 @@ APT_PACKAGES := python3-venv openssh-server openssh-client nftables iproute2 ipu
 APT_STAMP := $(VENV)/.apt-installed
 PIP_STAMP := $(VENV)/.pip-installed
 
-.PHONY: setup demo test test-unit test-lab lint build molecule clean
+.PHONY: setup demo test test-unit test-lab test-cores lint build molecule clean
 
 setup: $(APT_STAMP) $(PIP_STAMP)
 
@@ -59,6 +59,27 @@ demo: install
 test: install
 	$(BIN)/pytest -q
 	$(MAKE) --no-print-directory lint molecule
+
+# meta/runtime.yml's requires_ansible claims the lowest and highest ansible-core below: the static
+# and unit tests (no lab) run on each, in its own Python 3.12 venv under build/, with only
+# ansible-core and the test libraries (not the whole `ansible` package). The few collections the
+# tests use (ansible.posix's json callback, amazon.aws) come from $(VENV)'s `ansible` package (make setup).
+CORES := 2.19.0 2.19.14
+CORES_PYTHON ?= $(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/3.12.*/bin/python3.12)))
+CORES_PIP := pytest hypothesis matplotlib boto3 'moto[server]' alibabacloud-ecs20140526 ansible-runner
+CORES_MARKERS := not lab
+
+build/core-%/.installed:
+	@[ -n "$(CORES_PYTHON)" ] || { echo "test-cores needs a Python 3.12 (pyenv install 3.12)"; exit 1; }
+	$(CORES_PYTHON) -m venv build/core-$*
+	build/core-$*/bin/python -m pip install -q 'ansible-core==$*' $(CORES_PIP)
+	@touch $@
+
+test-cores: $(foreach v,$(CORES),build/core-$(v)/.installed)
+	@rc=0; for v in $(CORES); do echo "== ansible-core $$v"; \
+	  PATH=$(abspath build)/core-$$v/bin:$$PATH \
+	  ANSIBLE_COLLECTIONS_PATH=$(abspath collections):$(abspath $(wildcard $(VENV)/lib/python3*/site-packages)) \
+	  build/core-$$v/bin/python -m pytest -q -p no:cacheprovider -m "$(CORES_MARKERS)" || rc=1; done; exit $$rc
 
 lint: setup
 	$(BIN)/ansible-lint --offline
