@@ -1,10 +1,8 @@
 """Which lab index each user of a lab cluster takes: one table, so that two test modules never
 bring up (and tear down) the same lab under each other. A module takes its index with
 `INDEX = lab_index(__file__)`; tests/unit/test_lab_indices.py fails on a shared index, a literal
-index in a test, or a module missing here.
-
-Free ranges for new tests: 3-19, 22-39, 41-59, 61-79, 81-89, 93-99, 103-119, 121-129, 131-149,
-154-169, 171-174, 176-189, 191-255.
+index in a test, or a module missing here. A new test takes an index not listed (0 to
+ncclkit.lab.plan.MAX_INDEX).
 """
 
 from __future__ import annotations
