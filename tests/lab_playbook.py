@@ -35,7 +35,8 @@ class Played:
 
 
 def lab_cluster(index: int, folder: Path, **up):
-    """The body of a module-scoped lab fixture: `yield from lab_cluster(INDEX, tmp, profile="autodl")`, INDEX from lab_indices."""
+    """The body of a module-scoped lab fixture: `yield from lab_cluster(INDEX, tmp, profile="autodl")`
+    (INDEX from tests/lab_indices.py)."""
     if os.geteuid() != 0:
         pytest.skip("the lab cluster needs root: run pytest as root")
     lab = Lab(index)
