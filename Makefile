@@ -23,7 +23,7 @@ PIP_STAMP := $(VENV)/.pip-installed
 FAST_TESTS := tests/unit tests/test_roles_static.py tests/test_site_order.py
 FAST_MARKERS := not lab and not slow
 
-.PHONY: setup install demo test test-fast test-lab lint sanity molecule build clean
+.PHONY: setup install demo test test-fast test-lab test-cores lint sanity molecule build clean
 
 setup: $(APT_STAMP) $(PIP_STAMP)
 
@@ -72,6 +72,30 @@ test-fast: setup
 # Only the tests that build lab clusters of network namespaces (root).
 test-lab: install
 	$(BIN)/pytest -q -m lab
+
+# meta/runtime.yml's requires_ansible claims the lowest and highest ansible-core below: the static
+# and unit tests run on each, in its own Python 3.12 venv under build/, with only
+# ansible-core and the test libraries (not the whole `ansible` package). The few collections the
+# tests use (ansible.posix's json callback, amazon.aws) come from $(VENV)'s `ansible` package (make setup).
+CORES := 2.19.0 2.19.14
+CORES_PYTHON ?= $(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/3.12.*/bin/python3.12)))
+CORES_PIP := pytest hypothesis matplotlib boto3 'moto[server]' alibabacloud-ecs20140526 ansible-runner
+# The fast lane's selection (unit and static tests) plus the two playbook runs on localhost.
+CORES_MARKERS := not lab and not slow
+CORES_TESTS := tests/unit tests/test_roles_static.py tests/test_site_order.py tests/test_network_preflight.py \
+	tests/test_template_quoting.py
+
+build/core-%/.installed:
+	@[ -n "$(CORES_PYTHON)" ] || { echo "test-cores needs a Python 3.12 (pyenv install 3.12)"; exit 1; }
+	$(CORES_PYTHON) -m venv build/core-$*
+	build/core-$*/bin/python -m pip install -q 'ansible-core==$*' $(CORES_PIP)
+	@touch $@
+
+test-cores: $(foreach v,$(CORES),build/core-$(v)/.installed)
+	@rc=0; for v in $(CORES); do echo "== ansible-core $$v"; \
+	  PATH=$(abspath build)/core-$$v/bin:$$PATH \
+	  ANSIBLE_COLLECTIONS_PATH=$(abspath collections):$(abspath $(wildcard $(VENV)/lib/python3*/site-packages)) \
+	  build/core-$$v/bin/python -m pytest -q -p no:cacheprovider -m "$(CORES_MARKERS)" $(CORES_TESTS) || rc=1; done; exit $$rc
 
 lint: setup
 	$(BIN)/ruff check .

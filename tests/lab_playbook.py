@@ -35,12 +35,13 @@ class Played:
 
 
 def lab_cluster(index: int, folder: Path, **up):
-    """The body of a module-scoped lab fixture: `yield from lab_cluster(120, tmp, profile="autodl")`."""
+    """The body of a module-scoped lab fixture: `yield from lab_cluster(INDEX, tmp, profile="autodl")`
+    (INDEX from tests/lab_indices.py)."""
     if os.geteuid() != 0:
         pytest.skip("the lab cluster needs root: run pytest as root")
     lab = Lab(index)
     lab.down()   # whatever an interrupted earlier run left
-    lab.up(inventory_path=folder / "hosts.yml", **up)
+    assert lab.up(inventory_path=folder / "hosts.yml", **up) is True   # built now, not found up
     try:
         yield lab
     finally:
@@ -48,14 +49,15 @@ def lab_cluster(index: int, folder: Path, **up):
 
 
 def play(inventory: Path, playbook: str, variables: dict | None = None, env: dict | None = None,
-         args: tuple = (), timeout: int = 600) -> Played:
-    """ansible-playbook from the checkout, as a user runs it, with extra variables as JSON."""
+         args: tuple = (), timeout: int = 600, cwd: Path = REPO_ROOT) -> Played:
+    """ansible-playbook from the checkout (or started in `cwd`), as a user runs it, with extra
+    variables as JSON; `args` go last (more `-i`, `--check`, `-e @file`)."""
     argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(inventory), playbook,
             *(["-e", json.dumps(variables)] if variables else []), *args]
     full_env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
                 "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_DEPRECATION_WARNINGS": "0", **(env or {})}
     started = time.monotonic()
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO_ROOT, env=full_env, timeout=timeout,
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env=full_env, timeout=timeout,
                           check=False)
     recap = {host: dict(zip(("ok", "changed", "unreachable", "failed"), map(int, counts), strict=True))
              for host, *counts in RECAP.findall(done.stdout)}

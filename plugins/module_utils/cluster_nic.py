@@ -9,8 +9,11 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 
+# Container, bridge and overlay interfaces: other hosts usually cannot reach their addresses.
+# The one list of them (nccl_findings warns when NCCL uses one).
+VIRTUAL_NIC_PATTERNS = ("docker*", "veth*", "virbr*", "br-*", "cni*", "flannel*", "cali*", "tailscale*")
 # Interfaces that never carry NCCL traffic between hosts, unless the user names one.
-VIRTUAL_PATTERNS = ("lo", "docker*", "veth*", "virbr*", "br-*", "cni*", "flannel*", "cali*", "tailscale*")
+VIRTUAL_PATTERNS = ("lo", *VIRTUAL_NIC_PATTERNS)
 
 
 class ClusterNicError(ValueError):

@@ -13,6 +13,7 @@ import ipaddress
 import re
 from typing import Dict, Iterable, List, NamedTuple, Optional, Pattern
 
+from .cluster_nic import VIRTUAL_NIC_PATTERNS
 from .nccl_log_lines import parse_address
 
 SEVERITIES = ("error", "warning", "info")
@@ -394,9 +395,6 @@ def nic_findings(host: str, facts: dict, networks, multi_node: bool) -> List[dic
                                   f"{uses} on a multi-node run: a container/virtual or link-local address that "
                                   "other hosts usually cannot reach", FIX_NIC))
     return found
-
-
-VIRTUAL_NIC_PATTERNS = ("docker*", "veth*", "virbr*", "br-*", "cni*", "flannel*", "cali*", "tailscale*")
 
 
 def _is_virtual(name: str) -> bool:

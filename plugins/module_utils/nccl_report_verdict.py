@@ -15,6 +15,8 @@ from __future__ import annotations
 import datetime
 import json
 
+from .nccl_diagnosis import ROOT_CODES
+
 REPORT_VERSION = 1
 
 # Exit codes of coreutils timeout: the command ran too long (TERM), or still ran after the grace (KILL).
@@ -91,8 +93,9 @@ def run_verdict(run):
     return not reasons, reasons
 
 
-# Findings that say what happened to the job as a whole: a dead rank, or where it hung.
-ROOT_CAUSE_CODES = ("rank_killed", "rank_failed", "hang_in_collective", "hang_in_rendezvous")
+# Findings that say what happened to the job as a whole (a dead rank, or where it hung): the
+# diagnosis engine's list.
+ROOT_CAUSE_CODES = ROOT_CODES
 
 
 def root_cause(diagnosis):

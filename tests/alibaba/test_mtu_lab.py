@@ -16,16 +16,17 @@ from ncclkit.lab import Lab
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ecs_standin import EcsStandin  # noqa: E402
+from lab_indices import lab_index  # noqa: E402
 
 pytestmark = pytest.mark.lab
-INDEX = 130
+INDEX = lab_index(__file__)
 PLAYBOOK = "tests/alibaba/playbook.yml"
 KEY, SECRET = "LTAI" + os.urandom(8).hex(), os.urandom(16).hex()
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("lab130")
+    folder = tmp_path_factory.mktemp(f"lab{INDEX}")
     for lab in lab_cluster(INDEX, folder, nodes=2, mtu=8500):
         # The same inventory, each host naming its ECS instance (as inventories/alibaba does).
         inventory = yaml.safe_load(lab.inventory_path.read_text())

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 import yaml
+from lab_indices import lab_index
 from lab_playbook import lab_cluster, play
 
 from conftest import REPO_ROOT
@@ -17,13 +18,13 @@ from ncclkit.lab import Lab
 from ncclkit.lab.plan import GATEWAY_FIRST_PORT
 
 pytestmark = pytest.mark.lab
-INDEX = 120
+INDEX = lab_index(__file__)
 GATEWAY = f"198.18.{INDEX}.2"
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    yield from lab_cluster(INDEX, tmp_path_factory.mktemp("lab120"), nodes=2, profile="autodl")
+    yield from lab_cluster(INDEX, tmp_path_factory.mktemp(f"lab{INDEX}"), nodes=2, profile="autodl")
 
 
 def through_gateway(lab: Lab, port: int, script: str) -> subprocess.CompletedProcess:

@@ -8,13 +8,12 @@ machine's own namespace never gets the address and never sends to it.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pytest
+from lab_playbook import lab_cluster
 
 from .conftest import (
     REGION,
@@ -30,32 +29,25 @@ STANDIN = Path(__file__).with_name("imds_standin.py")
 
 def aws_lab_cluster(index: int, tmp_path_factory, ec2):
     """A 2-node lab with an IMDSv2 stand-in per node answering the ids of two moto instances."""
-    if os.geteuid() != 0:
-        pytest.skip("the lab cluster needs root: run pytest as root")
-    from ncclkit.lab import Lab
-
-    lab = Lab(index)
-    lab.down()
     inventory = tmp_path_factory.mktemp(f"aws-lab{index}") / "inventory"
     (inventory / "group_vars").mkdir(parents=True)
-    lab.up(nodes=2, inventory_path=inventory / "hosts.yml")
-    cluster = make_cluster(ec2, "lab-cluster")
-    servers = []
-    try:
-        for node, instance in zip(lab.nodes(), cluster["instances"], strict=False):
-            subprocess.run(["ip", "netns", "exec", node.netns, "ip", "addr", "add", "169.254.169.254/32", "dev", "lo"],
-                           check=True)
-            server = subprocess.Popen(lab.command(node.name, [sys.executable, str(STANDIN), "169.254.169.254", "80",
-                                                              instance, REGION + "a"]),
-                                      stdout=subprocess.PIPE, text=True)
-            servers.append(server)
-            assert server.stdout.readline().strip() == "listening"
-        yield lab, inventory, cluster
-    finally:
-        for server in servers:
-            server.terminate()
-            server.wait(timeout=10)
-        lab.down()
+    for lab in lab_cluster(index, inventory, nodes=2):
+        cluster = make_cluster(ec2, "lab-cluster")
+        servers = []
+        try:
+            for node, instance in zip(lab.nodes(), cluster["instances"], strict=False):
+                subprocess.run(["ip", "netns", "exec", node.netns, "ip", "addr", "add", "169.254.169.254/32", "dev",
+                                "lo"], check=True)
+                server = subprocess.Popen(lab.command(node.name, [sys.executable, str(STANDIN), "169.254.169.254",
+                                                                  "80", instance, REGION + "a"]),
+                                          stdout=subprocess.PIPE, text=True)
+                servers.append(server)
+                assert server.stdout.readline().strip() == "listening"
+            yield lab, inventory, cluster
+        finally:
+            for server in servers:
+                server.terminate()
+                server.wait(timeout=10)
 
 
 def run_site(inventory: Path, moto_url: str, credentials: dict, mode: str, *args: str,

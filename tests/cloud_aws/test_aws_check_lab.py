@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import pytest
+from lab_indices import lab_index
 
 from .aws_lab import aws_lab_cluster, moto_state, run_site, secrets_in, task_status
 
 pytestmark = pytest.mark.lab
-INDEX = 102
+INDEX = lab_index(__file__)
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,13 @@ from __future__ import annotations
 import sys
 
 import pytest
+from lab_indices import lab_index
 
 from .aws_lab import aws_lab_cluster, run_site, secrets_in
 from .conftest import group_rules
 
 pytestmark = pytest.mark.lab
-INDEX = 100
+INDEX = lab_index(__file__)
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ import tarfile
 
 import pytest
 from alibaba.test_erdma import profile_script_lines, rdma_device
+from lab_indices import lab_index
 from lab_playbook import lab_cluster, play
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.efa_host import efa_devices, efa_env, fi_info_version
@@ -26,7 +27,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import re
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report import run_verdict
 from conftest import SAMPLES
 
-INDEX = 101
+INDEX = lab_index(__file__)
 EFA_PORT = "rdmap0s6|1|4: ACTIVE|Ethernet|efa"
 FI_INFO = """provider: efa
     fabric: efa
@@ -88,7 +89,7 @@ def test_validation_passes_efa_and_fails_another_provider(sample, passed):
 # -- the role on a lab node -----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    yield from lab_cluster(INDEX, tmp_path_factory.mktemp("lab101"), nodes=1)
+    yield from lab_cluster(INDEX, tmp_path_factory.mktemp(f"lab{INDEX}"), nodes=1)
 
 
 @pytest.fixture(scope="module")

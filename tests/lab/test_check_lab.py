@@ -4,28 +4,22 @@ after the profile (nccl_preflight + nccl_profile, as site.yml runs them) it pass
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 
 import pytest
 from lab_helpers import REPO_ROOT, ncclkit, needs_root
-
-from ncclkit.lab import Lab
+from lab_indices import lab_index
+from lab_playbook import lab_cluster, play
 
 pytestmark = [pytest.mark.lab, needs_root]
-INDEX = 151
+INDEX = lab_index(__file__)
 PROFILE_PLAYBOOK = REPO_ROOT / "tests" / "nccl_profile" / "playbook.yml"
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    lab = Lab(INDEX)
-    lab.down()
-    lab.up(nodes=2, inventory_path=tmp_path_factory.mktemp("lab151") / "hosts.yml")
-    yield lab
-    lab.down()
+    yield from lab_cluster(INDEX, tmp_path_factory.mktemp(f"lab{INDEX}"), nodes=2)
 
 
 def check(lab):
@@ -41,19 +35,15 @@ def test_fresh_lab_then_profile(lab):
     assert {("hostname_unreachable", "node1"), ("hostname_unreachable", "node2"),
             ("gloo_unpinned", "node1"), ("nccl_unpinned", "node2")} <= errors
     first = document["findings"][0]
-    assert "GLOO_SOCKET_IFNAME=eth1" in first["fix"] and "198.18.151." in first["cause"]
+    assert "GLOO_SOCKET_IFNAME=eth1" in first["fix"] and f"198.18.{INDEX}." in first["cause"]
     assert document["verdict"].startswith("NOT READY")
     assert seconds < 60
 
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg")}
-    profile = subprocess.run(
-        [str(os.path.join(os.path.dirname(sys.executable), "ansible-playbook")), "-i", str(lab.inventory_path),
-         str(PROFILE_PLAYBOOK), "-e", json.dumps({"nccl_profile_python": sys.executable})],
-        capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600, check=False)
-    assert profile.returncode == 0, profile.stdout[-3000:]
+    profile = play(lab.inventory_path, str(PROFILE_PLAYBOOK), {"nccl_profile_python": sys.executable})
+    assert profile.rc == 0, profile.stdout[-3000:]
 
     rc, document, dummy = check(lab)
     assert rc == 0, document["findings"]
     assert document["verdict"] == "READY: multi-node training should start here"
     assert {f["severity"] for f in document["findings"]} <= {"warning", "info"}
-    assert document["master"]["addr"] == "198.19.151.11"
+    assert document["master"]["addr"] == f"198.19.{INDEX}.11"

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 from lab_helpers import ansible_ping, leftovers, ncclkit, needs_root, pong_hosts
+from lab_indices import lab_index
 
 from ncclkit.lab import Lab
 
 pytestmark = [pytest.mark.lab, needs_root]
 
-INDEX = 90
+INDEX = lab_index(__file__)
 PORT = 29590
 LISTENER = f"""
 import socket
@@ -26,7 +27,7 @@ while True:
 
 @pytest.fixture(scope="module")
 def inventory(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("lab90") / "hosts.yml"
+    return tmp_path_factory.mktemp(f"lab{INDEX}") / "hosts.yml"
 
 
 @pytest.fixture(scope="module")
@@ -69,9 +70,9 @@ def test_up_reports_every_member(lab, inventory):
     status = lab.status()
     assert status["state"] == "up" and status["healthy"], status["problems"]
     assert [node["name"] for node in status["nodes"]] == ["node1", "node2"]
-    assert [node["public_ip"] for node in status["nodes"]] == ["198.18.90.11", "198.18.90.12"]
-    assert [node["private_ip"] for node in status["nodes"]] == ["198.19.90.11", "198.19.90.12"]
-    assert status["outsider"]["private_ip"] == "198.19.90.250"
+    assert [node["public_ip"] for node in status["nodes"]] == [f"198.18.{INDEX}.11", f"198.18.{INDEX}.12"]
+    assert [node["private_ip"] for node in status["nodes"]] == [f"198.19.{INDEX}.11", f"198.19.{INDEX}.12"]
+    assert status["outsider"]["private_ip"] == f"198.19.{INDEX}.250"
     assert status["outsider"]["public_ip"] is None
     assert all(node["running"] and node["ssh"] for node in status["nodes"])
     assert status["inventory"] == str(inventory) and status["inventory_exists"]
@@ -102,9 +103,9 @@ def test_hostname_inside_each_member(lab):
 
 
 def test_node_name_resolves_to_eth0_like_on_clouds(lab):
-    assert run_in(lab, "node1", "getent hosts node1").stdout.split()[0] == "198.18.90.11"
-    assert run_in(lab, "node1", "getent hosts node2").stdout.split()[0] == "198.18.90.12"
-    assert run_in(lab, "node2", "getent hosts node1").stdout.split()[0] == "198.18.90.11"
+    assert run_in(lab, "node1", "getent hosts node1").stdout.split()[0] == f"198.18.{INDEX}.11"
+    assert run_in(lab, "node1", "getent hosts node2").stdout.split()[0] == f"198.18.{INDEX}.12"
+    assert run_in(lab, "node2", "getent hosts node1").stdout.split()[0] == f"198.18.{INDEX}.11"
 
 
 def test_interfaces_addresses_and_mtu(lab):
@@ -116,20 +117,20 @@ def test_interfaces_addresses_and_mtu(lab):
 
 
 def test_node_to_node_over_eth0_is_dropped(lab, listener_on_node2):
-    assert not ping(lab, "node1", "198.18.90.12")
-    assert not tcp_connect(lab, "node1", "198.18.90.12", listener_on_node2, timeout=1)
+    assert not ping(lab, "node1", f"198.18.{INDEX}.12")
+    assert not tcp_connect(lab, "node1", f"198.18.{INDEX}.12", listener_on_node2, timeout=1)
 
 
 def test_node_to_node_over_eth1_works(lab, listener_on_node2):
-    assert ping(lab, "node1", "198.19.90.12")
-    assert tcp_connect(lab, "node1", "198.19.90.12", listener_on_node2)
-    assert tcp_connect(lab, "node1", "198.19.90.12", 22)
+    assert ping(lab, "node1", f"198.19.{INDEX}.12")
+    assert tcp_connect(lab, "node1", f"198.19.{INDEX}.12", listener_on_node2)
+    assert tcp_connect(lab, "node1", f"198.19.{INDEX}.12", 22)
 
 
 def test_outsider_reaches_the_private_side_only(lab, listener_on_node2):
-    assert ping(lab, "outsider", "198.19.90.11")
-    assert tcp_connect(lab, "outsider", "198.19.90.12", listener_on_node2)
-    assert not tcp_connect(lab, "outsider", "198.18.90.12", listener_on_node2, timeout=1)
+    assert ping(lab, "outsider", f"198.19.{INDEX}.11")
+    assert tcp_connect(lab, "outsider", f"198.19.{INDEX}.12", listener_on_node2)
+    assert not tcp_connect(lab, "outsider", f"198.18.{INDEX}.12", listener_on_node2, timeout=1)
 
 
 def test_controller_reaches_each_node_eth0(lab):
@@ -142,8 +143,8 @@ def test_controller_reaches_each_node_eth0(lab):
 def test_host_has_no_private_address(lab):
     out = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True,
                          text=True, check=False).stdout
-    assert "198.19.90." not in out
-    assert "198.18.90.1/24" in out
+    assert f"198.19.{INDEX}." not in out
+    assert f"198.18.{INDEX}.1/24" in out
 
 
 @pytest.mark.parametrize("folder", ["/etc", "/opt", "/root", "/usr/local", "/var/lib", "/tmp"])
@@ -192,11 +193,11 @@ def test_up_twice_is_harmless(lab, inventory):
 
 
 def test_other_settings_need_down_first(lab, inventory):
-    with pytest.raises(Exception, match="down --index 90"):
+    with pytest.raises(Exception, match=f"down --index {INDEX}"):
         lab.up(nodes=3, outsider=True, inventory_path=inventory)
     result = ncclkit("lab", "up", "--index", str(INDEX), "--nodes", "2", "--mtu", "9000",
                      "--inventory", str(inventory))
-    assert result.returncode == 1 and "run `ncclkit lab down --index 90` first" in result.stderr
+    assert result.returncode == 1 and f"run `ncclkit lab down --index {INDEX}` first" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert lab.status()["healthy"]
 
@@ -205,7 +206,7 @@ def test_status_from_the_command_line(lab):
     result = ncclkit("lab", "status", "--index", str(INDEX))
     assert result.returncode == 0, result.stderr
     assert "lab 90: up, 2 nodes + outsider" in result.stdout
-    assert "198.19.90.250" in result.stdout
+    assert f"198.19.{INDEX}.250" in result.stdout
     result = ncclkit("lab", "status", "--index", str(INDEX), "--json")
     assert '"healthy": true' in result.stdout
 
@@ -218,8 +219,8 @@ def test_inventory_is_what_ansible_needs(lab, inventory):
     data = yaml.safe_load(text)
     hosts = data["cluster"]["hosts"]
     assert list(hosts) == ["node1", "node2"]   # not the outsider
-    assert hosts["node2"] == {"ansible_host": "198.18.90.12",
-                              "ncclkit_lab_private_ip": "198.19.90.12"}
+    assert hosts["node2"] == {"ansible_host": f"198.18.{INDEX}.12",
+                              "ncclkit_lab_private_ip": f"198.19.{INDEX}.12"}
     group_vars = data["cluster"]["vars"]
     assert group_vars["ansible_user"] == "root"
     assert group_vars["ansible_ssh_private_key_file"] == str(lab.ssh_key)

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 from lab_helpers import leftovers, ncclkit, needs_root
+from lab_indices import lab_index
 
 from ncclkit.lab import Lab, LabError, netns, node
 
 pytestmark = [pytest.mark.lab, needs_root]
 
-INDEX = 91
+INDEX = lab_index(__file__)
 
 
 @pytest.fixture
@@ -98,7 +99,7 @@ def test_broken_lab_is_reported_and_up_says_what_to_do(lab, tmp_path):
     assert status["state"] == "broken"
     assert any("node2" in problem for problem in status["problems"])
     assert ncclkit("lab", "status", "--index", str(INDEX)).returncode == 1
-    with pytest.raises(LabError, match="broken.*down --index 91"):
+    with pytest.raises(LabError, match=f"broken.*down --index {INDEX}"):
         lab.up(nodes=2, inventory_path=inventory)
     assert lab.down() is True
     assert leftovers(INDEX, inventory) == []

@@ -6,12 +6,13 @@ import time
 
 import pytest
 from lab_helpers import ansible_ping, leftovers, needs_root, pong_hosts
+from lab_indices import lab_index
 
 from ncclkit.lab import Lab
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow, needs_root]
 
-INDEX = 92
+INDEX = lab_index(__file__)
 NODES = 16
 
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import pytest
 from lab_helpers import needs_root
+from lab_indices import lab_index
 from network_helpers import Listeners, lab_with_outsider, play, reachable, sh
 
 pytestmark = [pytest.mark.lab, needs_root]
 
-INDEX = 21
+INDEX = lab_index(__file__)
 NCCL_PORTS = [32768, 60999, 29500]
 BACKENDS = {"node1": "iptables", "node2": "ufw", "node3": "nftables", "node4": "firewalld"}
 # Each user's own firewall: default drop, SSH and 8080 admitted.
@@ -49,7 +50,7 @@ FIREWALL_ONLY = ("--tags", "nccl_preflight,nccl_network_firewall")
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    inventory = tmp_path_factory.mktemp("lab21") / "hosts.yml"
+    inventory = tmp_path_factory.mktemp(f"lab{INDEX}") / "hosts.yml"
     setups = {node: SETUPS[backend] for node, backend in BACKENDS.items()}
     with lab_with_outsider(INDEX, len(BACKENDS), inventory, setups) as lab:
         yield lab

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 from lab_helpers import needs_root
+from lab_indices import lab_index
 from network_helpers import lab_with_outsider, play, sh
 
 pytestmark = [pytest.mark.lab, needs_root]
 
-INDEX = 170
+INDEX = lab_index(__file__)
 NODES = ("node1", "node2")
 KEY = "net.ipv4.ip_local_port_range"
 OURS = "/etc/sysctl.d/99-zz-ncclkit-nccl.conf"
@@ -29,7 +30,7 @@ START_RANGE = "40000 50000"
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    inventory = tmp_path_factory.mktemp("lab170") / "hosts.yml"
+    inventory = tmp_path_factory.mktemp(f"lab{INDEX}") / "hosts.yml"
     with lab_with_outsider(INDEX, 2, inventory, dict.fromkeys(NODES, f"sysctl -qw {KEY}='{START_RANGE}'")) as lab:
         yield lab
 
@@ -49,7 +50,7 @@ def boot_value(lab, node) -> str:
 def test_refused_sources_and_names_leave_the_hosts_unchanged(lab):
     before = {node: sh(lab, node, SNAPSHOT) for node in NODES}
     result = play(lab.inventory, variables={
-        "nccl_network_sources": ["198.19.170.0/0", "fd00::11"],
+        "nccl_network_sources": [f"198.19.{INDEX}.0/0", "fd00::11"],
         "nccl_network_nftables_chains": ["inet filter input;touch /tmp/ncclkit-pwned"]})
     assert result.rc != 0
     outcome = result.task("Check the sources and names that reach the firewall")

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 from lab_helpers import needs_root
+from lab_indices import lab_index
 from network_helpers import Listeners, lab_with_outsider, play, reachable, sh
 
 pytestmark = [pytest.mark.lab, needs_root]
 
-INDEX = 20
+INDEX = lab_index(__file__)
 NODES = ("node1", "node2")
 NCCL_PORTS = [32768, 46883, 60999, 29500]
 USER_TABLE = ("table inet userkeep { chain input { type filter hook input priority 0; policy accept; "
@@ -19,7 +20,7 @@ NCCLKIT_FILES = "/etc/ncclkit /etc/sysctl.d/99-zz-ncclkit-nccl.conf /etc/systemd
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    inventory = tmp_path_factory.mktemp("lab20") / "hosts.yml"
+    inventory = tmp_path_factory.mktemp(f"lab{INDEX}") / "hosts.yml"
     with lab_with_outsider(INDEX, 2, inventory, dict.fromkeys(NODES, f"nft '{USER_TABLE}'")) as lab:
         yield lab
 

@@ -7,7 +7,6 @@ and returns the exit code, the output, the recap and the facts each host printed
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -15,12 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from lab_indices import lab_index
+from lab_playbook import lab_cluster, play
 
 from ncclkit.lab import Lab
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = Path(__file__).with_name("playbook.yml")
-INDEX = 40
+INDEX = lab_index(__file__)
 FACTS_LINE = re.compile(r'^\s*"msg": ("NCCLKIT_FACTS .*")\s*$')
 RECAP_LINE = re.compile(r"^(\S+)\s+:\s+((?:\w+=\d+\s*)+)$")
 
@@ -52,30 +53,16 @@ def parse_run(rc: int, output: str, seconds: float) -> Run:
 
 @pytest.fixture(scope="package")
 def lab(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("the lab cluster needs root: run pytest as root")
-    lab = Lab(INDEX)
-    lab.down()   # whatever an interrupted earlier run left
-    lab.up(nodes=2, outsider=True, inventory_path=tmp_path_factory.mktemp("lab40") / "hosts.yml")
-    yield lab
-    lab.down()
+    yield from lab_cluster(INDEX, tmp_path_factory.mktemp(f"lab{INDEX}"), nodes=2, outsider=True)
 
 
 @pytest.fixture(scope="package")
 def run_profile(lab):
     """run_profile(check=False, **extra_vars) -> Run"""
-    import time
-
     def run(check: bool = False, **extra_vars) -> Run:
-        extra = {"nccl_profile_python": sys.executable, **extra_vars}
-        argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(lab.inventory_path),
-                str(PLAYBOOK), "-e", json.dumps(extra)] + (["--check"] if check else [])
-        env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
-               "ANSIBLE_CALLBACK_RESULT_FORMAT": "json", "ANSIBLE_NOCOLOR": "1",
-               "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_DEPRECATION_WARNINGS": "0"}
-        started = time.monotonic()
-        done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600, check=False)
-        return parse_run(done.returncode, done.stdout + done.stderr, time.monotonic() - started)
+        done = play(lab.inventory_path, str(PLAYBOOK), {"nccl_profile_python": sys.executable, **extra_vars},
+                    env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"}, args=("--check",) if check else ())
+        return parse_run(done.rc, done.stdout, done.seconds)
 
     return run
 

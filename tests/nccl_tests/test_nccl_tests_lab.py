@@ -7,17 +7,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+from lab_indices import lab_index
+from lab_playbook import Played, lab_cluster, play
 
 from . import fakes
-from .conftest import PLAYBOOK, REPO_ROOT, ansible_env, parse_facts, parse_recap
+from .conftest import PLAYBOOK, ansible_env, parse_facts, parse_recap
 
-INDEX = 80
+INDEX = lab_index(__file__)
 INSTALL = "/opt/ncclkit/nccl-tests"
 
 pytestmark = [
@@ -44,23 +44,12 @@ def lab_fakes():
 
 @pytest.fixture(scope="module")
 def lab(lab_fakes, tmp_path_factory):
-    try:
-        from ncclkit.lab import Lab
-    except ImportError as error:  # the lab is another piece of the project
-        pytest.skip(f"ncclkit.lab is not importable: {error}")
-    inventory = tmp_path_factory.mktemp("lab80") / "hosts.yml"
-    lab = Lab(INDEX)
-    lab.down()
-    lab.up(nodes=2, inventory_path=inventory)
-    yield lab, inventory
-    lab.down()
+    for lab in lab_cluster(INDEX, tmp_path_factory.mktemp(f"lab{INDEX}"), nodes=2):
+        yield lab, lab.inventory_path
 
 
-def run(lab_inventory: Path, extra: Path) -> subprocess.CompletedProcess:
-    argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(lab_inventory),
-            "-i", str(extra), str(PLAYBOOK)]
-    return subprocess.run(argv, cwd=REPO_ROOT, env=ansible_env(), capture_output=True, text=True,
-                          timeout=300, check=False)
+def run(lab_inventory: Path, extra: Path) -> Played:
+    return play(lab_inventory, str(PLAYBOOK), env=ansible_env(), args=("-i", str(extra)), timeout=300)
 
 
 def test_role_on_lab_nodes(lab, lab_fakes, tmp_path):
@@ -81,7 +70,7 @@ def test_role_on_lab_nodes(lab, lab_fakes, tmp_path):
     }}}))
 
     first = run(inventory, extra)
-    out = first.stdout + first.stderr
+    out = first.stdout
     recap = parse_recap(first.stdout)
     assert recap["node1"]["failed"] == 0 and recap["node2"]["failed"] == 0, out[-5000:]
     facts = parse_facts(first.stdout)

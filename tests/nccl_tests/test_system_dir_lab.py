@@ -8,39 +8,33 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+from lab_indices import lab_index
+from lab_playbook import lab_cluster, play
 
 from . import fakes
-from .conftest import PLAYBOOK, REPO_ROOT, ansible_env, parse_recap
+from .conftest import PLAYBOOK, ansible_env, parse_recap
 
-INDEX = 175
+INDEX = lab_index(__file__)
 
 pytestmark = [pytest.mark.lab, pytest.mark.skipif(os.geteuid() != 0, reason="the lab cluster needs root")]
 
 
 @pytest.fixture(scope="module")
 def lab_node(tmp_path_factory):
-    from ncclkit.lab import Lab
-
     # Under /var/tmp, made before `lab up`: the node's overlay of /var shows it (its /tmp is its own).
     base = Path(tempfile.mkdtemp(prefix="ncclkit-system-dir-lab-", dir="/var/tmp"))
     stand_ins = {"repo": fakes.make_fake_repo(base / "nccl-tests.git"),
                  "cuda": fakes.make_fake_cuda(base / "cuda-13.0"),
                  "smi": fakes.make_fake_nvidia_smi(base / "smi-h200" / "nvidia-smi", ["9.0"]),
                  "python": fakes.make_fake_torch_env(base / "torch-env")}
-    inventory = tmp_path_factory.mktemp("lab175") / "hosts.yml"
-    lab = Lab(INDEX)
-    lab.down()
-    lab.up(nodes=1, inventory_path=inventory)
     try:
-        yield lab, inventory, stand_ins
+        for lab in lab_cluster(INDEX, tmp_path_factory.mktemp(f"lab{INDEX}"), nodes=1):
+            yield lab, lab.inventory_path, stand_ins
     finally:
-        lab.down()
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -60,10 +54,8 @@ def test_usr_local_is_refused_and_its_src_keepme_survives(lab_node, tmp_path):
         "nccl_preflight_mpicc": "/nonexistent/mpicc",
         "nccl_preflight_mpi_candidates": [],
     }}}}))
-    done = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(inventory),
-                           "-i", str(extra), str(PLAYBOOK)], cwd=REPO_ROOT, env=ansible_env(),
-                          capture_output=True, text=True, timeout=300, check=False)
-    out = done.stdout + done.stderr
+    done = play(inventory, str(PLAYBOOK), env=ansible_env(), args=("-i", str(extra)), timeout=300)
+    out = done.stdout
     listing = lab.exec("node1", ["sh", "-c", "cat /usr/local/src/keepme/notes; ls -A /usr/local/src; "
                                              "ls -d /usr/local/builds /usr/local/current 2>&1 || true"],
                        capture_output=True, text=True)

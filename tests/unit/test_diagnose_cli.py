@@ -129,3 +129,9 @@ def test_parse_max_size_mib_raises_the_file_limit(capsys, tmp_path):
     assert code == exitcodes.BAD_INPUT and "over the 67108864-byte limit" in err
     code, dummy, err = ncclkit(capsys, "parse", "--max-size-mib", "66", big)
     assert code == exitcodes.BAD_INPUT and "binary (a NUL byte at offset 0)" in err
+
+
+def test_the_cli_offers_the_transports_the_engine_takes():
+    # A copy, not an import: importing the engine at parser set-up would slow every `ncclkit` command.
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import TRANSPORTS
+    assert diagnose_cli.TRANSPORTS == TRANSPORTS

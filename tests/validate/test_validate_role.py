@@ -21,10 +21,12 @@ from ncclkit.lab import Lab
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
 from lab_helpers import REPO_ROOT, leftovers, needs_root  # noqa: E402
+from lab_indices import lab_index  # noqa: E402
+from lab_playbook import Played, lab_cluster, play  # noqa: E402
 
 pytestmark = [pytest.mark.lab, needs_root]
 
-INDEX = 60
+INDEX = lab_index(__file__)
 HERE = Path(__file__).resolve().parent
 SAMPLES = REPO_ROOT / "tests" / "samples"
 ONE_GPU = SAMPLES / "h200-1gpu-all_reduce_perf.txt"
@@ -54,15 +56,11 @@ STANDIN_LOG = "/tmp/ncclkit-standin.log"
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    inventory = tmp_path_factory.mktemp("lab60") / "hosts.yml"
-    lab = Lab(INDEX)
-    lab.down()
-    assert lab.up(nodes=2, inventory_path=inventory) is True
-    install_standins(lab, "node1", {mode: {**files, **NODE1.get(mode, {})} for mode, files in MODES.items()})
-    install_standins(lab, "node2", {mode: {**files, **NODE2.get(mode, {})} for mode, files in MODES.items()})
-    yield lab
-    lab.down()
-    assert leftovers(INDEX, inventory) == []
+    for lab in lab_cluster(INDEX, tmp_path_factory.mktemp(f"lab{INDEX}"), nodes=2):
+        install_standins(lab, "node1", {mode: {**files, **NODE1.get(mode, {})} for mode, files in MODES.items()})
+        install_standins(lab, "node2", {mode: {**files, **NODE2.get(mode, {})} for mode, files in MODES.items()})
+        yield lab
+    assert leftovers(INDEX, lab.inventory_path) == []
 
 
 def run_in(lab: Lab, node: str, script: str) -> str:
@@ -100,16 +98,12 @@ def contract_facts(mode: str, **overrides) -> dict:
     return facts
 
 
-def validate(lab: Lab, workdir: Path, extra: dict, *options: str) -> tuple[subprocess.CompletedProcess, Path | None]:
+def validate(lab: Lab, workdir: Path, extra: dict, *options: str) -> tuple[Played, Path | None]:
     """ansible-playbook of the role, started in `workdir`; returns the run and its report folder."""
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "extra.json").write_text(json.dumps(extra))
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "PWD": str(workdir),
-           "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"}
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(lab.inventory_path),
-         str(HERE / "validate.yml"), "-e", "@extra.json", *options],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=300, check=False)
+    done = play(lab.inventory_path, str(HERE / "validate.yml"), env={"PWD": str(workdir)},
+                args=("-e", "@extra.json", *options), timeout=300, cwd=workdir)
     reports = sorted((workdir / "ncclkit-report").glob("2*")) if (workdir / "ncclkit-report").is_dir() else []
     assert len(reports) <= 1
     return done, (reports[0] if reports else None)
@@ -128,7 +122,7 @@ def runs_by_title(report: dict) -> dict:
     return {run["title"]: run for run in report["runs"]}
 
 
-def failure_tail(done: subprocess.CompletedProcess) -> str:
+def failure_tail(done: Played) -> str:
     """The play's last lines: where the reason must be."""
     return "\n".join(done.stdout.splitlines()[-40:])
 
@@ -139,7 +133,7 @@ def test_a_healthy_cluster_passes_with_fetched_outputs_and_a_report(lab, tmp_pat
     scratch_before = run_in(lab, "node1", scratch)
     done, folder = validate(lab, tmp_path, contract_facts("pass", nccl_validate_min_busbw_gbps=2.5,
                                                           nccl_validate_env={"NCCL_ALGO": "Ring"}))
-    assert done.returncode == 0, done.stdout[-3000:]
+    assert done.rc == 0, done.stdout[-3000:]
     assert "nccl_validate PASSED: 3 run(s), 3 passed" in done.stdout
     assert "changed=0" in done.stdout.split("PLAY RECAP")[1]
     report = report_of(folder)
@@ -183,11 +177,11 @@ def test_a_healthy_cluster_passes_with_fetched_outputs_and_a_report(lab, tmp_pat
 
 def test_a_hang_and_low_busbw_fail_with_the_cause_and_the_numbers(lab, tmp_path):
     facts = contract_facts("slow", nccl_validate_timeout_s=2, nccl_validate_min_busbw_gbps=3.0,
-                           ncclkit_cluster_network="198.19.60.0/24")
+                           ncclkit_cluster_network=f"198.19.{INDEX}.0/24")
     facts["ncclkit_nccl_tests"]["version"] = "2.16.9"  # before -J
     started = time.monotonic()
     done, folder = validate(lab, tmp_path, facts)
-    assert done.returncode != 0 and time.monotonic() - started < 120
+    assert done.rc != 0 and time.monotonic() - started < 120
     tail = failure_tail(done)
     assert "nccl_validate FAILED: 3 run(s), 1 passed" in tail
     assert "single-node on node2: all_reduce_perf did not finish within 2 s and was stopped: it hung" in tail
@@ -216,7 +210,7 @@ def test_a_dead_run_and_a_binary_without_mpi_fail_with_their_failures(lab, tmp_p
     facts = contract_facts("broken", nccl_validate_bin_dir="/opt/standin/broken")
     facts["ncclkit_nccl_tests"]["version"] = "2.16.9"
     done, folder = validate(lab, tmp_path, facts)
-    assert done.returncode != 0
+    assert done.rc != 0
     tail = failure_tail(done)
     assert "single-node on node2: the run is incomplete, it failed: node0: Test NCCL failure" in tail
     assert "  node0: NCCL found no network interface to use" in tail  # nccl_diagnose's cause
@@ -241,7 +235,7 @@ def test_gpus_without_nccl_tests_fail_before_running_anything(lab, tmp_path):
     facts = contract_facts("pass")
     facts["ncclkit_nccl_tests"] = {"available": False, "reason": "nvcc not found", "bin_dir": ""}
     done, folder = validate(lab, tmp_path, facts)
-    assert done.returncode != 0
+    assert done.rc != 0
     tail = failure_tail(done)
     for title in ("single-node on node1", "single-node on node2", "multi-node across node1, node2"):
         assert (f"{title}: not run: nccl-tests is not available (nvcc not found): run the nccl_tests role, or "
@@ -255,7 +249,7 @@ def test_hosts_without_gpu_skip_the_gpu_checks_and_pass_with_the_network_facts(l
                "reachability": {}, "verdicts": [], "passed": True}
     done, folder = validate(lab, tmp_path, {"ncclkit_network": network,
                                             "nccl_preflight_gpu_absent_reason": "nvidia-smi not found"})
-    assert done.returncode == 0, done.stdout[-3000:]
+    assert done.rc == 0, done.stdout[-3000:]
     assert "GPU checks skipped: no host has a GPU" in done.stdout
     report = report_of(folder)
     assert report["passed"] and report["runs"] == []
@@ -271,7 +265,7 @@ def test_hosts_without_gpu_skip_the_gpu_checks_and_pass_with_the_network_facts(l
 def test_check_mode_runs_nothing_and_writes_nothing(lab, tmp_path):
     before = run_in(lab, "node1", f"cat {STANDIN_LOG} 2>/dev/null || true")
     done, folder = validate(lab, tmp_path, contract_facts("pass"), "--check")
-    assert done.returncode == 0, done.stdout[-3000:]
+    assert done.rc == 0, done.stdout[-3000:]
     assert folder is None and not (tmp_path / "ncclkit-report").exists()
     said = " ".join(done.stdout.split())  # the callback wraps long messages
     assert "check mode: nccl_validate runs nothing and writes no report" in said
