@@ -20,8 +20,30 @@ class ClusterNicError(ValueError):
     """No NIC, or more than one, qualifies; the message lists the interfaces and the fix."""
 
 
-def choose_cluster_nic(host, nics_by_host, ifname=None, cluster_cidr=None):
-    """Return {ifname, address, prefix, network} for `host`, or raise ClusterNicError."""
+class Membership:
+    """Whether every host has an address in a network, answered once per network for the cluster.
+
+    Choosing every host's NIC then costs about O(hosts): the hosts of a cluster share a few
+    networks (each answered once), and a network that other hosts are not in (a public /32) is
+    answered by the first host found outside it.
+    """
+
+    def __init__(self, nics_by_host):
+        self.addresses = {host: _addresses(nics) for host, nics in nics_by_host.items()}
+        self._holds_all = {}
+
+    def holds_all(self, network):
+        if network not in self._holds_all:
+            self._holds_all[network] = all(any(a in network for a in addresses)
+                                           for addresses in self.addresses.values())
+        return self._holds_all[network]
+
+
+def choose_cluster_nic(host, nics_by_host, ifname=None, cluster_cidr=None, membership=None):
+    """Return {ifname, address, prefix, network} for `host`, or raise ClusterNicError.
+
+    Pass one `Membership(nics_by_host)` when choosing for many hosts of the same cluster.
+    """
     own = nics_by_host[host]
     if ifname:
         return _named(host, own, ifname, nics_by_host)
@@ -31,19 +53,18 @@ def choose_cluster_nic(host, nics_by_host, ifname=None, cluster_cidr=None):
         matches = _with_address_in(candidates, network)
         return _exactly_one(host, matches, nics_by_host,
                             f"in nccl_preflight_cluster_cidr {cluster_cidr}")
-    peers = [name for name in nics_by_host if name != host]
-    if not peers:
+    if len(nics_by_host) == 1:
         # One host has no peers to match: its only NIC, else the one with the default route.
         pairs = [(nic, nic["ipv4"][0]) for nic in candidates]
         if len(pairs) > 1:
             pairs = [pair for pair in pairs if pair[0].get("default_route")]
         return _exactly_one(host, pairs, nics_by_host, "to choose on a one-host cluster")
-    peer_addresses = {peer: _addresses(nics_by_host[peer]) for peer in peers}
+    membership = membership or Membership(nics_by_host)
     matches = []
     for nic in candidates:
         for addr in nic["ipv4"]:
-            network = _network(addr)
-            if all(any(a in network for a in peer_addresses[peer]) for peer in peers):
+            # The host's own address is in the network: it holds the peers when it holds every host.
+            if membership.holds_all(_network(addr)):
                 matches.append((nic, addr))
     return _exactly_one(host, matches, nics_by_host, "whose network holds every other host")
 

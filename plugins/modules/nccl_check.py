@@ -47,6 +47,11 @@ options:
     description: V(probe) - peer name to the addresses its host name resolves to (the first is probed; empty when it does not resolve).
     type: dict
     default: {}
+  exclude:
+    description: V(probe) - names in O(targets) not to probe (this host's own, so that every host can be given one map).
+    type: list
+    elements: str
+    default: []
   master:
     description: V(probe) - the rendezvous, C(addr), C(port) and C(source).
     type: dict
@@ -125,6 +130,7 @@ def main():
             "gpu_count": {"type": "int", "default": 0},
             "source": {"type": "str", "default": ""},
             "targets": {"type": "dict", "default": {}},
+            "exclude": {"type": "list", "elements": "str", "default": []},
             "master": {"type": "dict", "default": {}},
             "timeout": {"type": "float", "default": 1.0},
         },
@@ -134,7 +140,8 @@ def main():
     if params["step"] == "gather":
         view = gather(params["hostname"] or socket.gethostname(), params["python"], params["gpu_count"] > 0)
         module.exit_json(changed=False, view=view)
-    module.exit_json(changed=False, probes=probe(params["source"], params["targets"], params["master"],
+    targets = {name: addresses for name, addresses in params["targets"].items() if name not in params["exclude"]}
+    module.exit_json(changed=False, probes=probe(params["source"], targets, params["master"],
                                                  params["timeout"]))
 
 

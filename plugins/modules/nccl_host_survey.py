@@ -27,6 +27,10 @@ options:
     description: The nvidia-smi command name or path.
     type: str
     default: nvidia-smi
+  gpu_required:
+    description: Fail on a host where no GPU is found, naming why none was found.
+    type: bool
+    default: false
   data_dir_candidates:
     description: Folders that are a data disk when they exist (see M(ncclkit.cluster.nccl_container)).
     type: list
@@ -194,6 +198,7 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
+            "gpu_required": {"type": "bool", "default": False},
             "data_dir_candidates": {"type": "list", "elements": "path", "default": ["/root/autodl-tmp"]},
             "network_turbo_path": {"type": "path", "default": "/etc/network_turbo"},
             "sysfs": {"type": "path", "default": "/sys"},
@@ -204,6 +209,9 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    if not params["nvidia_smi"].strip():
+        module.fail_json(msg="nvidia_smi is empty: give the nvidia-smi command name or path "
+                             "(nccl_preflight_nvidia_smi in the inventory's group_vars)")
     try:
         nics = read_nics()
     except NicReadError as error:
@@ -212,6 +220,9 @@ def main():
         gpus, absent_reason = read_gpus(params["nvidia_smi"])
     except ValueError as error:
         module.fail_json(msg=f"{error}: check the driver with `{params['nvidia_smi']}` on this host")
+    if params["gpu_required"] and not gpus:
+        module.fail_json(msg=f"No GPU on this host ({absent_reason}) but a GPU is required: install the NVIDIA "
+                             "driver (nvidia-smi must list the GPUs) or set nccl_preflight_gpu_required to false.")
     facts = {
         "nccl_preflight_nics": nics,
         "nccl_preflight_gpus": gpus,

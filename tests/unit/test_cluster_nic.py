@@ -89,3 +89,45 @@ def test_the_filter_fails_with_the_reason():
         cluster_nic(CLUSTER, "node1", ifname="ib0")
     with pytest.raises(AnsibleFilterError, match="run nccl_preflight on every host"):
         cluster_nic(CLUSTER, "node9")
+
+
+def hostvars_of(cluster, **per_host):
+    """What hostvars holds after the survey: NICs and toolchain facts, plus host-specific settings."""
+    gpus = [{"name": "NVIDIA H200", "compute_cap": "9.0", "driver_version": "580.1"}] * 2
+    return {host: dict({"nccl_preflight_nics": nics, "nccl_preflight_gpus": gpus if host == "node1" else [],
+                        "nccl_preflight_gpu_absent_reason": "nvidia-smi not found",
+                        "ncclkit_cuda": {"found": True, "version": "13.0"},
+                        "ncclkit_nccl": {"found": True, "version": "2.28.9", "source": "torch"},
+                        "ncclkit_mpi": {"found": False}}, **per_host.get(host, {}))
+            for host, nics in cluster.items()}
+
+
+def test_cluster_nics_decides_every_host_once_with_its_summary():
+    from ansible_collections.ncclkit.cluster.plugins.filter.cluster_nics import cluster_nics
+    chosen = cluster_nics(hostvars_of(CLUSTER), list(CLUSTER))
+    assert {host: c["address"] for host, c in chosen.items()} == {
+        "node1": "198.19.0.11", "node2": "198.19.0.12", "node3": "198.19.0.13"}
+    assert chosen["node1"]["summary"] == (
+        "node1: 2 GPUs (NVIDIA H200, sm_90, driver 580.1); cluster NIC eth1 198.19.0.11; "
+        "NICs eth0 198.18.0.11/32 mtu 1500 (default route), eth1 198.19.0.11/24 mtu 1500, "
+        "docker0 172.17.0.1/16 mtu 1500; CUDA 13.0, NCCL 2.28.9 (torch), no MPI")
+    assert chosen["node2"]["summary"].startswith("node2: no GPU (nvidia-smi not found); cluster NIC eth1")
+
+
+def test_cluster_nics_a_hosts_own_setting_wins_and_a_bad_one_is_that_hosts_error():
+    from ansible_collections.ncclkit.cluster.plugins.filter.cluster_nics import cluster_nics
+    hostvars = hostvars_of(CLUSTER, node2={"nccl_preflight_ifname": "eth0"}, node3={"nccl_preflight_ifname": "eth9"})
+    chosen = cluster_nics(hostvars, list(CLUSTER), "eth1")
+    assert chosen["node1"]["ifname"] == "eth1"      # the play's setting
+    assert chosen["node2"]["ifname"] == "eth0"      # its host_vars
+    assert "eth9" in chosen["node3"]["error"] and "ifname" not in chosen["node3"]
+
+
+def test_cluster_nics_refuses_hosts_without_nics_and_non_string_settings():
+    from ansible_collections.ncclkit.cluster.plugins.filter.cluster_nics import cluster_nics
+    hostvars = hostvars_of(CLUSTER)
+    del hostvars["node3"]["nccl_preflight_nics"]
+    with pytest.raises(AnsibleFilterError, match="no NICs read on node3"):
+        cluster_nics(hostvars, list(CLUSTER))
+    with pytest.raises(AnsibleFilterError, match="nccl_preflight_cluster_cidr must be a string"):
+        cluster_nics(hostvars_of(CLUSTER, node1={"nccl_preflight_cluster_cidr": ["10.0.0.0/8"]}), list(CLUSTER))

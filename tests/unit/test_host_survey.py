@@ -63,3 +63,17 @@ def test_a_driver_message_instead_of_gpus_fails_naming_it(capsys, tmp_path):
     code, result = run_survey(capsys, {"nvidia_smi": fake_smi(tmp_path, "echo 'No devices were found'"),
                                        "sysfs": str(tmp_path)})
     assert code == 1 and "No devices were found" in result["msg"]
+
+
+def test_a_required_gpu_that_is_absent_fails_naming_why(capsys, tmp_path):
+    code, result = run_survey(capsys, {"nvidia_smi": str(tmp_path / "nvidia-smi"), "sysfs": str(tmp_path),
+                                       "gpu_required": True})
+    assert code == 1 and "nvidia-smi not found" in result["msg"] and "nccl_preflight_gpu_required" in result["msg"]
+    code, result = run_survey(capsys, {"nvidia_smi": fake_smi(tmp_path, TWO_GPUS), "sysfs": str(tmp_path),
+                                       "gpu_required": True})
+    assert code == 0 and len(result["nccl_preflight_gpus"]) == 2
+
+
+def test_an_empty_nvidia_smi_is_one_line_naming_the_variable(capsys, tmp_path):
+    code, result = run_survey(capsys, {"nvidia_smi": " ", "sysfs": str(tmp_path)})
+    assert code == 1 and "nccl_preflight_nvidia_smi" in result["msg"]
