@@ -53,7 +53,8 @@ def test_the_cluster_nic_is_eth1_although_the_hostname_resolves_to_eth0(lab, con
     assert set(chosen) == set(NODES)
     for node in NODES:
         assert sh(lab, node, f"getent hosts {node}").split()[0] == f"198.18.{INDEX}.{10 + int(node[-1])}"
-        assert chosen[node]["ncclkit_cluster_ifname"] == "eth1" and chosen[node]["ncclkit_cluster_ip"] == private_ip(node)
+        assert chosen[node]["ncclkit_cluster_ifname"] == "eth1"
+        assert chosen[node]["ncclkit_cluster_ip"] == private_ip(node)
 
 
 def test_the_cluster_reaches_nccl_ports_and_the_outsider_does_not(lab, converged):
