@@ -9,11 +9,14 @@ import time
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.ncclkit.cluster.plugins.module_utils.link_rounds import my_clients, my_tests, round_count
 from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import (
     bandwidth_peer,
     expected_probers,
     probe_peers,
 )
+from ansible_collections.ncclkit.cluster.plugins.module_utils.linux_nics import NicReadError
+from ansible_collections.ncclkit.cluster.plugins.module_utils.linux_routes import RouteError
 from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_probe import Check
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_reachability
 
@@ -67,6 +70,35 @@ def test_three_hosts_reach_each_other_and_finish_together():
     assert len(measured) == 3 and all(p["bandwidth_gbps"] > 0 for p in measured)
 
 
+def test_link_rounds_measure_both_directions_and_wait_for_every_client():
+    members, ports, iperf3_port = hosts(4), free_ports(2), free_ports(1)[0]
+    names = [host["name"] for host in members]
+
+    def rounds(me):
+        tests, clients = my_tests(names, me, 1, 5), [c for c in my_clients(names, me, 1, 5) if c]
+        return {"link_tests": tests, "link_round_count": round_count(4, 1),
+                "peers": list(dict.fromkeys(probe_peers(names, me) + [t["target"] for t in tests])),
+                "probers": list(dict.fromkeys(expected_probers(names, me) + clients))}
+
+    results = {}
+    threads = [threading.Thread(target=lambda h=h: results.__setitem__(h["name"], Check(params(
+        h["name"], members, ports, iperf3_port=iperf3_port, iperf3_seconds=1,
+        **rounds(h["name"]))).run())) for h in members]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=40)
+    assert sorted(results) == names
+    for name, result in results.items():
+        assert [link["round"] for link in result["links"]] == [0, 1], result["links"]
+        for link in result["links"]:
+            assert link["error"] is None and link["sent_gbps"] > 0 and link["received_gbps"] > 0, (name, link)
+        assert result["probers_missing"] == []
+        ring = next(p for p in result["probes"] if p["peer"] == result["links"][0]["target"])
+        assert ring["bandwidth_gbps"] == result["links"][0]["sent_gbps"]
+        assert "nic_speed_mbps" in result and result["nic_speed_mbps"] is None   # lo reports no speed
+
+
 def test_a_peer_that_never_comes_is_refused_and_waited_for_until_the_barrier():
     members, ports = hosts(2), free_ports(2)
     start = time.monotonic()
@@ -115,9 +147,23 @@ def test_missing_tools_are_unknown_not_failures():
     def missing(argv, timeout):
         return (127, "", f"{argv[0]}: command not found")
 
-    check = Check(params("h1", hosts(2), [40000]), command=missing)
+    def no_netlink(destination, source):
+        raise NicReadError("cannot open a netlink socket to look up routes: [Errno 97]")
+
+    def no_route(destination, source):
+        raise RouteError("Network is unreachable")
+
+    check = Check(params("h1", hosts(2), [40000]), command=missing, routes=no_netlink)
     assert check.ping(f"{NET}.2", None) is None
     assert check.route_to(f"{NET}.2") == {"route_dev": None, "route_error": None}
-    lost = Check(params("h1", hosts(2), [40000]), command=lambda argv, timeout: (1, "", ""))
+    lost = Check(params("h1", hosts(2), [40000]), command=lambda argv, timeout: (1, "", ""), routes=no_route)
     assert lost.ping(f"{NET}.2", 1472) is False
-    assert lost.route_to(f"{NET}.2")["route_error"] == "ip route get exited 1"
+    assert lost.route_to(f"{NET}.2") == {"route_dev": None, "route_error": "Network is unreachable"}
+
+
+def test_the_route_is_read_from_the_kernel_without_running_ip():
+    def no_commands(argv, timeout):
+        raise AssertionError(f"ran {argv}")
+
+    check = Check(params("h1", hosts(2), [40000]), command=no_commands)
+    assert check.route_to(f"{NET}.2") == {"route_dev": "lo", "route_error": None}
