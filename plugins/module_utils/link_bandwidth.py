@@ -127,3 +127,33 @@ def _ifname(hosts, name):
 def _verdict(code, severity, source, target, cause, fix):
     """The verdict's fields; reachability_verdicts adds the rest (ports, message)."""
     return {"code": code, "severity": severity, "source": source, "target": target, "cause": cause, "fix": fix}
+
+
+def recorded(network) -> Optional[dict]:
+    """The measured `link_bandwidth` of the ncclkit_network facts (host -> facts; every host carries
+    the cluster's record), or None: what the reports' link-bandwidth tables show."""
+    for dummy, facts in sorted((network or {}).items()):
+        record = facts.get("link_bandwidth") if isinstance(facts, dict) else None
+        if isinstance(record, dict) and record.get("measured") and isinstance(record.get("links"), list):
+            return record
+    return None
+
+
+def link_rows(record: dict) -> List[dict]:
+    """The record's links for a table: each with `status` (slow or ok), slow ones first."""
+    slow = {(item.get("source"), item.get("target")) for item in record.get("slow") or [] if isinstance(item, dict)}
+    rows = [dict(link, status="slow" if (link.get("source"), link.get("target")) in slow else "ok")
+            for link in record["links"] if isinstance(link, dict)]
+    return sorted(rows, key=lambda row: (row["status"] != "slow", row.get("round") or 0, str(row.get("source"))))
+
+
+def threshold_line(record: dict) -> str:
+    """One sentence: the median, the threshold and where it came from, the verdict."""
+    source = record.get("threshold_source")
+    threshold = record.get("threshold_gbps")
+    where = {"median": "a fraction of the median", "nic_speed": "a fraction of the NIC speed",
+             OVERRIDE: OVERRIDE}.get(source, "no threshold")
+    verdict = {True: "passed", False: "FAILED"}.get(record.get("passed"), "not judged")
+    gate = f"threshold {threshold} Gbit/s ({where})" if threshold is not None else where
+    return (f"{len(record.get('links') or [])} link(s) measured, median {record.get('median_gbps')} Gbit/s, "
+            f"{gate}: {verdict}")

@@ -115,3 +115,25 @@ def test_the_report_fails_on_a_slow_link_and_marks_its_row():
     assert row["status"] == "error" and row["cause"] == "slow_link"
     healthy = build_report(HOSTS, found, min_bandwidth_gbps=0.01)
     assert healthy["passed"] is True and healthy["link_bandwidth"]["threshold_source"] == "nccl_network_min_bandwidth_gbps"
+
+
+def test_both_reports_show_the_links_slow_first_under_the_threshold():
+    from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_report
+
+    record, verdicts = judge_links(HOSTS, results())
+    network = {name: {"passed": False, "reachability": [], "verdicts": [], "link_bandwidth": record} for name in NAMES}
+    report = nccl_report.build_report({"hosts": {}, "runs": [], "network": network}, created="2026-12-04T12:00:00Z")
+    markdown = nccl_report.render_markdown(report)
+    section = markdown.split("## Link bandwidth (nccl_network, iperf3)", 1)[1]
+    assert "12 link(s) measured, median 9.0 Gbit/s, threshold 4.5 Gbit/s (a fraction of the median): FAILED" in section
+    table = [line for line in section.splitlines() if line.startswith("| n")]
+    assert len(table) == 12 and all("**slow**" in line for line in table[:len(record["slow"])])
+    assert "| 0.05 |" in table[0] and table[-1].endswith("| ok |")
+    page = nccl_report.render_html(report)
+    links = page.split('<section id="links">', 1)[1].split("</section>", 1)[0]
+    assert "<th>back (Gbit/s)</th>" in links and links.count('<td class="error">slow</td>') == len(record["slow"])
+    assert "threshold 4.5 Gbit/s (a fraction of the median): FAILED" in links
+    unmeasured = {name: dict(facts, link_bandwidth={"measured": False, "links": []}) for name, facts in network.items()}
+    bare = nccl_report.build_report({"hosts": {}, "runs": [], "network": unmeasured}, created="2026-12-04T12:00:00Z")
+    assert "Link bandwidth" not in nccl_report.render_markdown(bare)
+    assert 'id="links"' not in nccl_report.render_html(bare)
