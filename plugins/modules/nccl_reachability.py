@@ -14,7 +14,7 @@ description:
     Then it probes its peers over the cluster NIC. It looks up the route (over netlink, no C(ip)
     command needed), sends a small and a large don't-fragment ping (the large one fills O(mtu)) and
     opens a TCP connection to each port (all at once, O(connect_timeout) each).
-  - Alongside, it measures TCP bandwidth in rounds, both directions of a link in one iperf3 test
+  - Then it measures TCP bandwidth in rounds, both directions of a link in one iperf3 test
     (C(--bidir), iperf3 3.7 or later): round 0 to its ring neighbour, then one random peer in
     each of O(iperf3_rounds) further rounds (from four hosts). Every round is a permutation, so
     each host is client of one test and server of one; a server still busy with another round's
@@ -74,6 +74,15 @@ options:
     description: Seed of the random rounds; every host must get the same one.
     type: int
     default: 0
+  iperf3_gate_fraction:
+    description:
+      - The fraction of the median figure below which the gate calls a link slow
+        (nccl_network_link_median_fraction). A test whose figure (either direction) is below 1.5
+        times this fraction of the median of the host's own figures is run once more, and the
+        better figure of each direction kept, so that a moment of load on one host does not count
+        as a slow link. 0 never retests.
+    type: float
+    default: 0.5
   connect_timeout:
     description: Seconds to wait for a TCP connection or a banner.
     type: float
@@ -119,7 +128,7 @@ reachability:
       elements: dict
     links:
       description: This host's bandwidth tests as client, each C(round), C(target), C(sent_gbps) (to the
-        target), C(received_gbps) (back from it, null without C(--bidir)) and C(error).
+        target), C(received_gbps) (back from it, null without C(--bidir)), C(error) and C(attempts) (2 when retested).
       type: list
       elements: dict
     nic_speed_mbps:
@@ -172,6 +181,7 @@ def main():
             "iperf3_seconds": {"type": "int", "default": 1},
             "iperf3_rounds": {"type": "int", "default": 2},
             "iperf3_seed": {"type": "int", "default": 0},
+            "iperf3_gate_fraction": {"type": "float", "default": 0.5},
             "connect_timeout": {"type": "float", "default": 1.0},
             "startup_grace": {"type": "float", "default": 3.0},
             "barrier_timeout": {"type": "float", "default": 8.0},
@@ -193,6 +203,7 @@ def main():
     measured = bool(params["iperf3_port"])
     params["link_tests"] = my_tests(names, me, rounds, seed) if measured else []
     params["link_round_count"] = round_count(len(names), rounds) if measured else 0
+    params["link_gate_fraction"] = params["iperf3_gate_fraction"]
     # The hosts it measures and the hosts that measure it join the probes, so that the barrier
     # keeps its iperf3 server up until its clients are done.
     targets = [test["target"] for test in params["link_tests"]]
