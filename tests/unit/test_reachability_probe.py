@@ -167,3 +167,49 @@ def test_the_route_is_read_from_the_kernel_without_running_ip():
 
     check = Check(params("h1", hosts(2), [40000]), command=no_commands)
     assert check.route_to(f"{NET}.2") == {"route_dev": "lo", "route_error": None}
+
+
+def iperf3_json(sent, back):
+    return json.dumps({"end": {"sum_received": {"bits_per_second": sent * 1e9},
+                               "sum_received_bidir_reverse": {"bits_per_second": back * 1e9}}})
+
+
+def test_a_test_far_below_the_hosts_own_figures_is_run_again_and_the_better_figure_counts():
+    members = hosts(4)
+    answers = {f"{NET}.2": [(9.0, 9.0)], f"{NET}.3": [(1.0, 9.0), (8.0, 8.5)], f"{NET}.4": [(0.1, 9.0), (0.2, 9.0)]}
+    asked = []
+
+    def iperf3(argv, timeout):
+        assert argv[0] == "iperf3" and "--bidir" in argv and argv[argv.index("-B") + 1] == f"{NET}.1"
+        address = argv[argv.index("-c") + 1]
+        asked.append(address)
+        return 0, iperf3_json(*answers[address].pop(0)), ""
+
+    tests = [{"round": r, "target": f"h{r + 2}"} for r in range(3)]
+    check = Check(params("h1", members, [40000], iperf3_port=40001, link_tests=tests, link_gate_fraction=0.5),
+                  command=iperf3)
+    links = check.measure_links()
+    assert asked == [f"{NET}.2", f"{NET}.3", f"{NET}.4", f"{NET}.3", f"{NET}.4"]
+    assert [(link["target"], link["sent_gbps"], link["received_gbps"], link["attempts"]) for link in links] == [
+        ("h2", 9.0, 9.0, 1), ("h3", 8.0, 9.0, 2), ("h4", 0.2, 9.0, 2)]
+    never = Check(params("h1", members, [40000], iperf3_port=40001, link_tests=tests[:1]), command=iperf3)
+    answers[f"{NET}.2"] = [(0.1, 0.1)]
+    assert never.measure_links()[0]["attempts"] == 1
+
+
+def test_a_busy_server_is_asked_again_and_an_old_iperf3_measures_one_way():
+    members = hosts(2)
+    replies = [json.dumps({"error": "the server is busy running a test. try again later"}),
+               json.dumps({"error": "iperf3: unrecognized option '--bidir'"}),
+               json.dumps({"end": {"sum_received": {"bits_per_second": 2e9}}})]
+    seen = []
+
+    def iperf3(argv, timeout):
+        seen.append("--bidir" in argv)
+        return 1 if "error" in replies[0] else 0, replies.pop(0), ""
+
+    check = Check(params("h1", members, [40000], iperf3_port=40001, link_tests=[{"round": 0, "target": "h2"}]),
+                  command=iperf3)
+    assert check.measure_links() == [{"round": 0, "target": "h2", "sent_gbps": 2.0, "received_gbps": None,
+                                      "error": None, "attempts": 1}]
+    assert seen == [True, True, False]
