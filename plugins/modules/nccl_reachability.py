@@ -15,7 +15,7 @@ description:
     command needed), sends a small and a large don't-fragment ping (the large one fills O(mtu)) and
     opens a TCP connection to each port (all at once, O(connect_timeout) each).
   - Then it measures TCP bandwidth in rounds, both directions of a link in one iperf3 test
-    (C(--bidir), iperf3 3.7 or later): round 0 to its ring neighbour, then one random peer in
+    (C(--bidir), iperf3 3.7 or later), round 0 to its ring neighbour, then one random peer in
     each of O(iperf3_rounds) further rounds (from four hosts). Every round is a permutation, so
     each host is client of one test and server of one; a server still busy with another round's
     client is asked again shortly. Hosts it measures are probed as peers too.
