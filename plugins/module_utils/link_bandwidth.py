@@ -14,7 +14,7 @@ match wins:
   times the slower cluster NIC's speed as the kernel reports it (source `nic_speed`). The
   fraction is low on purpose: one TCP stream for one second fills a 10 Gbit/s NIC but not a
   100 Gbit/s one (20-40 Gbit/s is usual), so the floor catches a link ten times too slow, not
-  one that is a third slower. Virtual NICs report no speed: then no floor applies (source
+  one that is a third slower. A virtual NIC (no device behind it) or speed -1 is unknown: then no floor applies (source
   `none`) and a warning says so.
 
 A link is slow when either of its figures is below the threshold; the verdict names both hosts
@@ -92,7 +92,7 @@ def _threshold(hosts, results, median, count, median_fraction, speed_fraction, m
     if unknown:
         nics = ", ".join(f"{name}'s {_ifname(hosts, name)}" for name in unknown)
         return None, "none", (f"with two hosts there is no median to compare with, and {nics} "
-                              f"report{'s' if len(unknown) == 1 else ''} no speed (a virtual NIC)")
+                              f"report{'s' if len(unknown) == 1 else ''} no speed (a virtual NIC, or -1)")
     slowest = min(speeds.values())
     return (round(float(speed_fraction) * slowest / 1000, 3), "nic_speed",
             f"{speed_fraction} x the NIC speed {slowest} Mbit/s")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import selectors
 import socket
 import statistics
@@ -373,12 +374,13 @@ class Check:
                     link[key] = max((v for v in (link[key], again[key]) if v is not None), default=None)
         return links
 
-    def nic_speed_mbps(self) -> Optional[int]:
-        """The cluster NIC's speed as the kernel reports it; None when unknown (virtual NICs say -1)."""
-        if not self.ifname or "/" in self.ifname:
+    def nic_speed_mbps(self, sysfs: str = "/sys/class/net") -> Optional[int]:
+        """The cluster NIC's speed as the kernel reports it; None when unknown. Only a NIC backed by
+        a device counts: virtual ones report -1 or a made-up figure (veth says 10000)."""
+        if not self.ifname or "/" in self.ifname or not os.path.exists(f"{sysfs}/{self.ifname}/device"):
             return None
         try:
-            with open(f"/sys/class/net/{self.ifname}/speed", encoding="ascii") as handle:
+            with open(f"{sysfs}/{self.ifname}/speed", encoding="ascii") as handle:
                 speed = int(handle.read().strip())
         except (OSError, ValueError):
             return None

@@ -132,7 +132,7 @@ reachability:
       type: list
       elements: dict
     nic_speed_mbps:
-      description: The cluster NIC's speed from /sys/class/net/IF/speed; null when unknown (virtual NICs).
+      description: The cluster NIC's speed from /sys/class/net/IF/speed; null when unknown (-1, or a virtual NIC with no device behind it, such as veth).
       type: int
     listeners:
       description: Port -> C(ok) or why ncclkit could not listen there.

@@ -213,3 +213,17 @@ def test_a_busy_server_is_asked_again_and_an_old_iperf3_measures_one_way():
     assert check.measure_links() == [{"round": 0, "target": "h2", "sent_gbps": 2.0, "received_gbps": None,
                                       "error": None, "attempts": 1}]
     assert seen == [True, True, False]
+
+
+def test_only_a_nic_backed_by_a_device_has_a_speed(tmp_path):
+    for name, speed, device in (("eth1", "25000", True), ("veth0", "10000", False), ("ens5", "-1", True),
+                                ("bad", "x", True)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "speed").write_text(speed + "\n")
+        if device:
+            (tmp_path / name / "device").mkdir()
+    found = {}
+    for name in ("eth1", "veth0", "ens5", "bad", "missing"):
+        members = [dict(host, ifname=name) for host in hosts(2)]
+        found[name] = Check(params("h1", members, [40000])).nic_speed_mbps(str(tmp_path))
+    assert found == {"eth1": 25000, "veth0": None, "ens5": None, "bad": None, "missing": None}
