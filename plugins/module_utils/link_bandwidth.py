@@ -14,8 +14,8 @@ match wins:
   times the slower cluster NIC's speed as the kernel reports it (source `nic_speed`). The
   fraction is low on purpose: one TCP stream for one second fills a 10 Gbit/s NIC but not a
   100 Gbit/s one (20-40 Gbit/s is usual), so the floor catches a link ten times too slow, not
-  one that is a third slower. A virtual NIC (no device behind it) or speed -1 is unknown: then no floor applies (source
-  `none`) and a warning says so.
+  one that is a third slower. A virtual NIC (no device behind it) or speed -1 is unknown: then
+  no floor applies (source `none`) and a warning says so.
 
 A link is slow when either of its figures is below the threshold; the verdict names both hosts
 and both figures, and the host that is in every slow link when there is one.
