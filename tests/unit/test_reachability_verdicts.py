@@ -163,8 +163,10 @@ def test_a_busy_rendezvous_port_on_the_master_is_an_error_elsewhere_a_warning():
 def test_a_missing_host_and_a_slow_link():
     results = healthy_pair()
     results["node2"] = None
+    results["node1"]["links"][0].update(sent_gbps=None, received_gbps=None, error="Connection refused")
     codes = [(v["code"], v["source"], v["target"]) for v in report(results)["verdicts"]]
-    assert codes == [("no_result", "node1", "node2"), ("no_result", None, "node2")]
+    assert codes == [("no_result", "node1", "node2"), ("no_result", None, "node2"),
+                     ("bandwidth_unmeasured", "node1", "node2")]
     judged = report(healthy_pair(), min_bandwidth_gbps=25)
     assert [v["code"] for v in judged["verdicts"]] == ["slow_link"] and not judged["passed"]
     assert judged["link_bandwidth"]["slow"] == [{"source": "node1", "target": "node2", "gbps": 9.3}]
