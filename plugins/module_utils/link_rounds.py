@@ -19,7 +19,7 @@ covers every pair. Random rounds start at four hosts.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 _MASK = (1 << 64) - 1
 
@@ -79,3 +79,15 @@ def my_clients(hosts: Sequence[str], me: str, extra_rounds: int = 2, seed: int =
     for pairs in plan_rounds(hosts, extra_rounds, seed):
         found.append(next((client for client, server in pairs.items() if server == me), None))
     return found
+
+
+def my_part(hosts: Sequence[str], me: str, extra_rounds: int = 2,
+            seed: int = 0) -> Tuple[List[Dict[str, object]], List[Optional[str]]]:
+    """my_tests and my_clients from one planning (what a host needs, O(N) per round)."""
+    tests: List[Dict[str, object]] = []
+    clients: List[Optional[str]] = []
+    for number, pairs in enumerate(plan_rounds(hosts, extra_rounds, seed)):
+        if me in pairs:
+            tests.append({"round": number, "target": pairs[me]})
+        clients.append(next((client for client, server in pairs.items() if server == me), None))
+    return tests, clients

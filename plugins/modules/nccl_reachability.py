@@ -156,11 +156,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_observe i
     model,
     observe,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.link_rounds import (
-    my_clients,
-    my_tests,
-    round_count,
-)
+from ansible_collections.ncclkit.cluster.plugins.module_utils.link_rounds import my_part, round_count
 from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import (
     expected_probers,
     probe_peers,
@@ -201,15 +197,15 @@ def main():
         module.fail_json(msg="iperf3_rounds must be 0 or more and iperf3_seconds 1 or more")
     me, rounds, seed = params["host"], params["iperf3_rounds"], params["iperf3_seed"]
     measured = bool(params["iperf3_port"])
-    params["link_tests"] = my_tests(names, me, rounds, seed) if measured else []
+    tests, clients = my_part(names, me, rounds, seed) if measured else ([], [])
+    params["link_tests"] = tests
     params["link_round_count"] = round_count(len(names), rounds) if measured else 0
     params["link_gate_fraction"] = params["iperf3_gate_fraction"]
     # The hosts it measures and the hosts that measure it join the probes, so that the barrier
     # keeps its iperf3 server up until its clients are done.
-    targets = [test["target"] for test in params["link_tests"]]
-    clients = [client for client in my_clients(names, me, rounds, seed) if client] if measured else []
+    targets = [test["target"] for test in tests]
     params["peers"] = _union(probe_peers(names, me, params["mode"]), targets)
-    params["probers"] = _union(expected_probers(names, me, params["mode"]), clients)
+    params["probers"] = _union(expected_probers(names, me, params["mode"]), [c for c in clients if c])
 
     by_name = {host["name"]: host for host in params["hosts"]}
     own = by_name[params["host"]]

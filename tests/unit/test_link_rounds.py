@@ -4,6 +4,7 @@ import pytest
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.link_rounds import (
     my_clients,
+    my_part,
     my_tests,
     plan_rounds,
     round_count,
@@ -66,6 +67,7 @@ def test_each_host_sees_its_own_part_of_the_plan():
         assert my_tests(hosts, me, 2, 3) == [{"round": r, "target": pairs[me]} for r, pairs in enumerate(rounds)]
         clients = my_clients(hosts, me, 2, 3)
         assert all(rounds[r][client] == me for r, client in enumerate(clients))
+        assert my_part(hosts, me, 2, 3) == (my_tests(hosts, me, 2, 3), clients)
 
 
 def test_repeated_hosts_are_refused():

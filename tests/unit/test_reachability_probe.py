@@ -227,3 +227,17 @@ def test_only_a_nic_backed_by_a_device_has_a_speed(tmp_path):
         members = [dict(host, ifname=name) for host in hosts(2)]
         found[name] = Check(params("h1", members, [40000])).nic_speed_mbps(str(tmp_path))
     assert found == {"eth1": 25000, "veth0": None, "ens5": None, "bad": None, "missing": None}
+
+
+def test_the_module_plans_its_link_tests_and_says_when_one_fails(capsys):
+    members, ports = hosts(2), free_ports(2)
+    args = {"host": "h1", "hosts": members, "ports": ports[:1], "iperf3_port": ports[1], "iperf3_rounds": 2,
+            "connect_timeout": 0.3, "startup_grace": 0.3, "barrier_timeout": 0.8, "_ansible_check_mode": True}
+    with patch_module_args(args), pytest.raises(SystemExit):
+        nccl_reachability.main()
+    reach = json.loads(capsys.readouterr().out)["reachability"]
+    assert [(link["round"], link["target"], link["sent_gbps"]) for link in reach["links"]] == [(0, "h2", None)]
+    assert reach["links"][0]["error"] and reach["probes"][0]["bandwidth_error"] == reach["links"][0]["error"]
+    with patch_module_args(dict(args, iperf3_rounds=-1)), pytest.raises(SystemExit):
+        nccl_reachability.main()
+    assert "iperf3_rounds must be 0 or more" in json.loads(capsys.readouterr().out)["msg"]
