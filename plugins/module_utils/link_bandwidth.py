@@ -59,13 +59,14 @@ def judge_links(hosts: List[dict], results: Dict[str, Optional[dict]], median_fr
             gbps = min(value for value in (link["sent_gbps"], link["received_gbps"]) if value is not None)
             if gbps < threshold:
                 slow.append({"source": link["source"], "target": link["target"], "gbps": gbps, "link": link})
-    common = _common_host(slow)
+    common, count = _common_host(slow)
     for item in slow:
         link = item.pop("link")
         cause = (f"TCP bandwidth between {link['source']} and {link['target']} is {_figures(link)}, below "
                  f"{threshold} Gbit/s ({basis})")
         if common:
-            cause += f"; {common} is in every slow link"
+            cause += (f"; {common} is in every slow link" if count == len(slow)
+                      else f"; {common} is in {count} of the {len(slow)} slow links")
         verdicts.append(_verdict("slow_link", "error", link["source"], link["target"], cause,
                                  f"check {common or 'both hosts'}: the cluster NIC's speed and errors (ethtool), "
                                  "traffic shaping (tc qdisc show), the instance type's network bandwidth; "
@@ -99,11 +100,19 @@ def _threshold(hosts, results, median, count, median_fraction, speed_fraction, m
 
 
 def _common_host(slow):
-    """The one host in every slow link, when there are two slow links or more and exactly one such host."""
-    if len(slow) < 2:
-        return None
-    common = set.intersection(*({item["source"], item["target"]} for item in slow))
-    return next(iter(common)) if len(common) == 1 else None
+    """(host, count): the host in most slow links when it is in two or more and in more than half
+    of them, and no other host is in as many; else (None, 0). A shaped NIC shows in every link of
+    its host, a moment of load in one."""
+    counts: Dict[str, int] = {}
+    for item in slow:
+        for name in {item["source"], item["target"]}:
+            counts[name] = counts.get(name, 0) + 1
+    ranked = sorted(counts.items(), key=lambda pair: -pair[1])
+    if not ranked or ranked[0][1] < 2 or ranked[0][1] * 2 <= len(slow):
+        return None, 0
+    if len(ranked) > 1 and ranked[1][1] == ranked[0][1]:
+        return None, 0
+    return ranked[0]
 
 
 def _unmeasured(name, failed):

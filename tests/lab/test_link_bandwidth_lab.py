@@ -61,9 +61,9 @@ def test_a_throttled_node_fails_the_play_naming_its_links_and_figures(lab):
     assert played.rc != 0 and "The cluster network is broken" in text, played.stdout[-3000:]
     slow = re.findall(r"ERROR slow_link \((node\d) -> (node\d)\): TCP bandwidth between \S+ and \S+ is "
                       r"([\d.]+) Gbit/s \S+ -> \S+ and ([\d.]+) Gbit/s back", text)
-    assert len(slow) >= 2, text[-3000:]
-    for source, target, sent, back in slow:
-        assert "node2" in (source, target)
-        assert min(float(sent), float(back)) < 0.2      # 100 Mbit/s, shared by two flows at most
-    assert "node2 is in every slow link" in text
+    throttled = [(sent, back) for source, target, sent, back in slow if "node2" in (source, target)]
+    assert len(throttled) >= 2, text[-3000:]
+    # 100 Mbit/s, shared by two flows at most; other links may dip under load, never to this.
+    assert all(min(float(sent), float(back)) < 0.2 for sent, back in throttled)
+    assert re.search(r"node2 is in (every slow link|\d+ of the \d+ slow links)", text), text[-3000:]
     assert "0.5 x the median" in text and "LINKS" not in text

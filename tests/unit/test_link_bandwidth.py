@@ -44,6 +44,23 @@ def test_a_throttled_host_fails_every_link_it_is_in_and_is_named():
     assert "n2 is in every slow link" in first["cause"] and first["fix"].startswith("check n2")
 
 
+def test_the_throttled_host_is_named_beside_a_link_slowed_by_a_moment_of_load():
+    found = results()
+    noisy = next(link for link in found["n3"]["links"] if link["target"] != "n2")
+    noisy["sent_gbps"] = 1.0
+    record, verdicts = judge_links(HOSTS, found)
+    involving = sum(1 for item in record["slow"] if "n2" in (item["source"], item["target"]))
+    assert len(record["slow"]) == involving + 1
+    assert f"n2 is in {involving} of the {involving + 1} slow links" in verdicts[0]["cause"]
+    alone = results()
+    for result in alone.values():
+        for link in result["links"]:
+            link["sent_gbps"] = link["received_gbps"] = FAST
+    alone["n3"]["links"][1]["sent_gbps"] = 1.0
+    only_verdict = judge_links(HOSTS, alone)[1]
+    assert len(only_verdict) == 1 and "slow link" not in only_verdict[0]["cause"]
+
+
 def test_a_healthy_cluster_with_some_spread_passes():
     healthy = results()
     for result in healthy.values():
