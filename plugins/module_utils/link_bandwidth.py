@@ -18,7 +18,7 @@ match wins:
   no floor applies (source `none`) and a warning says so.
 
 A link is slow when either of its figures is below the threshold; the verdict names both hosts
-and both figures, and the host that is in every slow link when there is one.
+and both figures, and the host that is in most of the slow links when there is one.
 """
 
 from __future__ import annotations
