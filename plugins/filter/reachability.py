@@ -42,15 +42,17 @@ def reachability_ports(port_range, rendezvous_ports, between=3):
 
 
 def reachability_report(hostvars, hosts, host_info, rendezvous_ports=(), min_bandwidth_gbps=0.0,
-                        all_hosts=(), result_var="__nccl_network_reachability"):
-    """Every host's registered nccl_reachability result -> {matrix, verdicts, passed, summary};
-    hosts of `all_hosts` not in `hosts` failed before the check."""
+                        all_hosts=(), result_var="__nccl_network_reachability", link_median_fraction=0.5,
+                        link_speed_fraction=0.1):
+    """Every host's registered nccl_reachability result -> {matrix, verdicts, passed, summary,
+    link_bandwidth}; hosts of `all_hosts` not in `hosts` failed before the check."""
     results = {}
     for name in hosts:
         registered = hostvars[name].get(result_var) or {}
         results[name] = registered.get("reachability")
     return build_report(list(host_info), results, [int(port) for port in rendezvous_ports],
-                        float(min_bandwidth_gbps or 0), [name for name in all_hosts if name not in hosts])
+                        float(min_bandwidth_gbps or 0), [name for name in all_hosts if name not in hosts],
+                        float(link_median_fraction), float(link_speed_fraction))
 
 
 class FilterModule:

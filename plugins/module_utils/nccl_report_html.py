@@ -13,6 +13,7 @@ import base64
 import json
 from html import escape
 
+from .link_bandwidth import link_rows, recorded, threshold_line
 from .nccl_report_chart import busbw_svg, line_colours
 from .nccl_report_values import human_size, number
 from .nccl_report_verdict import GLOO_RUN, summary_line, timed_out, verdict_text
@@ -99,7 +100,7 @@ def render_html(report):
     body += _hosts_section(report)
     matrix = reachability_rows(report.get("network") or {})
     body += _matrix_section(matrix, report.get("network") or {})
-    body += _links_section(matrix, report.get("link_bandwidth"))
+    body += _links_section(matrix, report.get("link_bandwidth"), recorded(report.get("network")))
     chart = busbw_svg(report)
     if chart:
         body += ['<section id="busbw"><h2>Bus bandwidth against message size</h2>', chart, "</section>"]
@@ -295,14 +296,25 @@ def _pair_details(row):
     return "; ".join(parts)
 
 
-def _links_section(rows, link_bandwidth):
-    """iperf3 bandwidth per link: the matrix rows that measured one, and a link_bandwidth list when
-    the report carries one."""
+def _links_section(rows, link_bandwidth, record=None):
+    """iperf3 bandwidth per link: nccl_network's link_bandwidth record (both directions, the gate)
+    when there is one, else the matrix rows that measured one; and a link_bandwidth list when the
+    report carries one."""
     measured = [row for row in rows if row.get("bandwidth_gbps") is not None]
-    if not measured and not link_bandwidth:
+    if not measured and not link_bandwidth and not record:
         return []
     out = ['<section id="links"><h2>Link bandwidth</h2>']
-    if measured:
+    if record:
+        out += ["<p>{0}</p>".format(_e(threshold_line(record))),
+                '<table class="links"><tr><th>from</th><th>to</th><th>round</th><th>sent (Gbit/s)</th>'
+                "<th>back (Gbit/s)</th><th>status</th></tr>"]
+        out += ['<tr><td>{0}</td><td>{1}</td><td class="num">{2}</td><td class="num">{3}</td>'
+                '<td class="num">{4}</td><td class="{5}">{6}</td></tr>'.format(
+                    _e(row.get("source")), _e(row.get("target")), _e(row.get("round")), _e(number(row.get("sent_gbps"))),
+                    _e(number(row.get("received_gbps"))), "error" if row["status"] == "slow" else "ok",
+                    _e(row["status"])) for row in link_rows(record)]
+        out.append("</table>")
+    elif measured:
         out += ['<table class="links"><tr><th>from</th><th>to</th><th>bandwidth (Gbit/s)</th><th>status</th></tr>']
         out += ['<tr><td>{0}</td><td>{1}</td><td class="num">{2}</td><td>{3}</td></tr>'.format(
             _e(row["source"]), _e(row["target"]), _e(number(row["bandwidth_gbps"])),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from .link_bandwidth import link_rows, recorded, threshold_line
 from .nccl_report_values import human_size, number
 from .nccl_report_verdict import GLOO_RUN, NCCL_NOT_EXERCISED, summary_line, timed_out, verdict_text
 
@@ -26,6 +27,7 @@ def render_markdown(report):
         lines += _run_section(run)
     if report["network"]:
         lines += _network_section(report["network"])
+        lines += _links_section(recorded(report["network"]))
     if report["settings"]:
         lines += ["## Settings", "", "```json", json.dumps(report["settings"], indent=2, sort_keys=True), "```", ""]
     return "\n".join(lines).rstrip() + "\n"
@@ -113,6 +115,18 @@ def _network_section(network):
         texts = [verdict_text(verdict) for verdict in facts.get("verdicts") or []]
         lines += ["  - " + _md(text) for text in texts if text not in seen]
         seen.update(texts)
+    return lines + [""]
+
+
+def _links_section(record):
+    """nccl_network's iperf3 links, both directions, slow ones first, under the gate's threshold."""
+    if not record:
+        return []
+    lines = ["## Link bandwidth (nccl_network, iperf3)", "", _md(threshold_line(record)) + ".", "",
+             "| from | to | round | sent (Gbit/s) | back (Gbit/s) | status |", "|---|---|---|---|---|---|"]
+    lines += ["| {0} | {1} | {2} | {3} | {4} | {5} |".format(
+        _md(row.get("source")), _md(row.get("target")), row.get("round"), number(row.get("sent_gbps")),
+        number(row.get("received_gbps")), "**slow**" if row["status"] == "slow" else "ok") for row in link_rows(record)]
     return lines + [""]
 
 

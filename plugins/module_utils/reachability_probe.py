@@ -1,15 +1,23 @@
 """One host's part of the reachability check: listen, probe the peers, wait for them, report.
 
-Pure Python 3.8+ standard library plus the `ping`, `ip` and (optionally) `iperf3` commands.
+Pure Python 3.8+ standard library plus the `ping` and (optionally) `iperf3` commands; routes
+are read over rtnetlink (linux_routes), so iproute2 is not needed.
 Every host of the cluster runs `run_check` at the same time (one Ansible task on all hosts):
 
 1. it listens on its cluster address at the planned ports (a banner `ncclkit <host>` answers
-   every connection) and starts a one-shot iperf3 server;
+   every connection) and starts an iperf3 server that serves one test after another;
 2. it probes each peer: the route to it, a small and a large don't-fragment ping (the large one
    fills the cluster NIC's MTU), a TCP connection to every planned port (all at once, short
-   timeouts) and, to its ring neighbour, iperf3 bandwidth;
-3. it tells each peer it is done, and stays up until every host that probes it is done
-   (or the barrier timeout passes).
+   timeouts); then, one after another, its link tests (link_rounds: the ring neighbour, then
+   one random peer per further round), each iperf3 in both directions at once (`--bidir`);
+3. it tells each peer it is done, and stays up until every host that probes or measures it is
+   done (or the barrier timeout passes).
+
+The rounds need no clock: every host starts its tests when its probes are done and runs them
+in order. A server that is still serving a client of an earlier round answers "busy", and the
+client tries again shortly, until the link deadline (every round's length plus the start-up
+grace). A host is never client of two tests at once nor server of two, so no link carries more
+than its own round's load.
 
 The barrier needs no extra port: a prober keeps one successful connection to each peer open and
 says `hello <me>`; `done <me>` goes over whichever connection exists between the two hosts, in
@@ -21,8 +29,10 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import selectors
 import socket
+import statistics
 import subprocess
 import threading
 import time
@@ -30,9 +40,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional
 
 from .host_command import run_command
+from .linux_nics import NicReadError
+from .linux_routes import RouteError, route_dev
 
 BANNER = b"ncclkit "
 RETRY_REFUSED_S = 0.1
+RETRY_BUSY_S = 0.15
+# How long one link test may take beyond its seconds (process start, connect, results exchange).
+LINK_OVERHEAD_S = 1.5
+# A test below this many times the gate's fraction of the host's own median figure is run again:
+# a margin, since the gate compares with the median of every host's figures.
+RETEST_MARGIN = 1.5
 
 
 class Channels:
@@ -192,9 +210,6 @@ class PeerProbe:
         small = pool.submit(check.ping, peer["address"], None)
         large = pool.submit(check.ping, peer["address"], check.mtu - 28) if check.mtu > 576 else None
         ports = {port: pool.submit(self.connect, port) for port in check.ports}
-        # Alongside the pings: a lost ping costs a second, and so does the measurement.
-        bandwidth = (pool.submit(check.bandwidth, peer["address"])
-                     if check.iperf3_port and peer["name"] == check.bandwidth_peer else None)
         result["ping"] = small.result()
         result["large_size"] = check.mtu - 28 if large else None
         result["ping_large"] = large.result() if large else None
@@ -203,7 +218,6 @@ class PeerProbe:
         if not result["ping"]:
             result["alternates"] = [dict(alt, ping=check.ping(alt["address"], None, source=False))
                                     for alt in peer.get("alternates", [])]
-        result.update(bandwidth.result() if bandwidth else {"bandwidth_gbps": None, "bandwidth_error": None})
         return result
 
     def connect(self, port: int) -> str:
@@ -224,24 +238,39 @@ class PeerProbe:
 
 
 class Check:
-    def __init__(self, params: dict, command=run_command):
+    def __init__(self, params: dict, command=run_command, routes=route_dev):
         self.params = params
         self.me = params["host"]
         self.command = command
+        self.routes = routes
         hosts = {host["name"]: host for host in params["hosts"]}
         own = hosts[self.me]
         self.address = own["address"]
+        self.ifname = own.get("ifname")
+        self.hosts = hosts
         self.mtu = int(params.get("mtu") or own.get("mtu") or 1500)
         self.ports = [int(port) for port in params["ports"]]
         self.peers = [hosts[name] for name in params["peers"]]
         self.probers = list(params["probers"])
-        self.bandwidth_peer = params.get("bandwidth_peer")
         self.iperf3_port = params.get("iperf3_port")
         self.iperf3_seconds = int(params.get("iperf3_seconds", 1))
+        # [{round, target}] this host measures, in order (link_rounds.my_tests).
+        tests = params.get("link_tests")
+        if tests is None:
+            tests = [{"round": 0, "target": params["bandwidth_peer"]}] if params.get("bandwidth_peer") else []
+        self.link_tests = list(tests) if self.iperf3_port else []
         self.connect_timeout = float(params.get("connect_timeout", 1.0))
         self.start = time.monotonic()
         self.grace_deadline = self.start + float(params.get("startup_grace", 3.0))
-        self.deadline = self.start + float(params.get("barrier_timeout", 8.0))
+        rounds = int(params.get("link_round_count") or len(self.link_tests)) if self.iperf3_port else 0
+        # A test far below this host's other figures is run once more (noise only ever lowers a
+        # figure, so the better of the two counts); a gate fraction of 0 never retests.
+        self.retest_below = min(1.0, RETEST_MARGIN * float(params.get("link_gate_fraction") or 0))
+        slots = rounds * (2 if self.retest_below else 1)
+        self.link_deadline = self.grace_deadline + slots * (self.iperf3_seconds + LINK_OVERHEAD_S)
+        self.deadline = max(self.start + float(params.get("barrier_timeout", 8.0)),
+                            self.link_deadline + (self.iperf3_seconds + LINK_OVERHEAD_S if rounds else 0))
+        self.bidir = True
         self.channels = Channels(self.me, self.address, self.ports)
         # Peers in one pool, their pings and connections in another: a peer waits on its own
         # tasks, so sharing one pool could leave no worker for them.
@@ -249,13 +278,12 @@ class Check:
         self.tasks = ThreadPoolExecutor(max_workers=max(4, min(64, len(self.peers) * (len(self.ports) + 2))))
 
     def route_to(self, address: str) -> dict:
-        rc, out, err = self.command(["ip", "-o", "-4", "route", "get", address, "from", self.address], 5)
-        words = out.split()
-        if rc == 127:
-            return {"route_dev": None, "route_error": None}   # no iproute2: unknown, not "no route"
-        if rc != 0 or "dev" not in words:
-            return {"route_dev": None, "route_error": (err or out).strip() or f"ip route get exited {rc}"}
-        return {"route_dev": words[words.index("dev") + 1], "route_error": None}
+        try:
+            return {"route_dev": self.routes(address, self.address), "route_error": None}
+        except RouteError as error:
+            return {"route_dev": None, "route_error": str(error)}
+        except (NicReadError, OSError, ValueError):
+            return {"route_dev": None, "route_error": None}   # netlink unusable: unknown, not "no route"
 
     def ping(self, address: str, size: Optional[int], source: bool = True) -> Optional[bool]:
         """True when a reply came, False when none did, None when there is no ping to ask."""
@@ -295,27 +323,75 @@ class Check:
         return ("ok" if name == peer["name"] else f"answered by {name}"), conn
 
     def bandwidth(self, address: str) -> dict:
-        argv = ["iperf3", "-c", address, "-B", self.address, "-p", str(self.iperf3_port),
-                "-t", str(self.iperf3_seconds), "-J", "--connect-timeout", str(int(self.connect_timeout * 1000))]
+        """One iperf3 test to `address`, both directions at once: Gbit/s each way as received."""
         while True:
-            rc, out, err = self.command(argv, self.iperf3_seconds + self.connect_timeout + 5)
+            argv = ["iperf3", "-c", address, "-B", self.address, "-p", str(self.iperf3_port),
+                    "-t", str(self.iperf3_seconds), "-J", "--connect-timeout", str(int(self.connect_timeout * 1000))]
+            rc, out, err = self.command(argv + (["--bidir"] if self.bidir else []),
+                                        self.iperf3_seconds + self.connect_timeout + 5)
             try:
                 report = json.loads(out) if out.strip() else {}
             except ValueError:
                 report = {}
             error = report.get("error") or (err.strip() if rc else "")
             if not error:
-                bits = report.get("end", {}).get("sum_received", {}).get("bits_per_second", 0)
-                return {"bandwidth_gbps": round(bits / 1e9, 3), "bandwidth_error": None}
-            if "refused" not in error or time.monotonic() >= self.grace_deadline:
-                return {"bandwidth_gbps": None, "bandwidth_error": error}
-            time.sleep(RETRY_REFUSED_S)
+                end = report.get("end", {})
+                sent = end.get("sum_received", {}).get("bits_per_second")
+                back = end.get("sum_received_bidir_reverse", {}).get("bits_per_second")
+                return {"sent_gbps": _gbps(sent), "received_gbps": _gbps(back), "error": None}
+            if self.bidir and "bidir" in error:
+                self.bidir = False      # iperf3 before 3.7: one direction, the other unknown
+                continue
+            # Refused: the server is not up yet; busy: it still serves a client of another round.
+            again = "refused" in error and time.monotonic() < self.grace_deadline
+            again = again or ("busy" in error and time.monotonic() < self.link_deadline)
+            if not again:
+                return {"sent_gbps": None, "received_gbps": None, "error": error}
+            time.sleep(RETRY_REFUSED_S if "refused" in error else RETRY_BUSY_S)
+
+    def measure_links(self) -> List[dict]:
+        """This host's link tests, one after another: [{round, target, sent_gbps, received_gbps,
+        error, attempts}]; a figure below `retest_below` x the median of this host's figures is
+        measured again and the better figure of each direction kept."""
+        links = []
+        for test in self.link_tests:
+            peer = self.hosts[test["target"]]
+            links.append({"round": int(test["round"]), "target": peer["name"], **self.bandwidth(peer["address"]),
+                          "attempts": 1})
+        figures = [value for link in links for value in (link["sent_gbps"], link["received_gbps"])
+                   if value is not None]
+        if not self.retest_below or len(figures) < 2:
+            return links
+        floor = self.retest_below * statistics.median(figures)
+        for link in links:
+            lowest = min((v for v in (link["sent_gbps"], link["received_gbps"]) if v is not None), default=None)
+            if link["error"] or lowest is None or lowest >= floor:
+                continue
+            again = self.bandwidth(self.hosts[link["target"]]["address"])
+            link["attempts"] = 2
+            if not again["error"]:
+                for key in ("sent_gbps", "received_gbps"):
+                    link[key] = max((v for v in (link[key], again[key]) if v is not None), default=None)
+        return links
+
+    def nic_speed_mbps(self, sysfs: str = "/sys/class/net") -> Optional[int]:
+        """The cluster NIC's speed as the kernel reports it; None when unknown. Only a NIC backed by
+        a device counts: virtual ones report -1 or a made-up figure (veth says 10000)."""
+        if not self.ifname or "/" in self.ifname or not os.path.exists(f"{sysfs}/{self.ifname}/device"):
+            return None
+        try:
+            with open(f"{sysfs}/{self.ifname}/speed", encoding="ascii") as handle:
+                speed = int(handle.read().strip())
+        except (OSError, ValueError):
+            return None
+        return speed if speed > 0 else None
 
     def start_iperf3_server(self):
         if not self.iperf3_port:
             return None, "not planned"
         try:
-            server = subprocess.Popen(["iperf3", "-s", "-1", "-B", self.address, "-p", str(self.iperf3_port)],
+            # Not one-shot (-1): each round brings another client; stopped when the check ends.
+            server = subprocess.Popen(["iperf3", "-s", "-B", self.address, "-p", str(self.iperf3_port)],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         except FileNotFoundError:
             return None, "iperf3 is not installed"
@@ -338,6 +414,9 @@ class Check:
         try:
             probes = [PeerProbe(self, peer) for peer in self.peers]
             results = list(self.peer_pool.map(lambda probe: probe.run(), probes))
+            # After the probes: their pings and processes would take CPU from the measurement.
+            links = self.measure_links()
+            _attach_ring_figures(results, links)
             self.channels.say_done([peer["name"] for peer in self.peers])
             probed_s = time.monotonic() - self.start
             missing = self.channels.wait_done(self.probers, self.deadline)
@@ -354,9 +433,22 @@ class Check:
             "listeners": {str(port): state for port, state in self.channels.listeners.items()},
             "iperf3_server": server_state, "iperf3_port": self.iperf3_port,
             "probes": results, "probers": self.probers, "probers_missing": missing,
+            "links": links, "nic_speed_mbps": self.nic_speed_mbps(),
             "firewall": firewall.result(), "probed_s": round(probed_s, 3),
             "elapsed_s": round(time.monotonic() - self.start, 3),
         }
+
+
+def _gbps(bits_per_second) -> Optional[float]:
+    return round(bits_per_second / 1e9, 3) if isinstance(bits_per_second, (int, float)) else None
+
+
+def _attach_ring_figures(probes: List[dict], links: List[dict]):
+    """The matrix keeps one figure per probed pair: the first test's, sent from this host."""
+    for probe in probes:
+        first = next((link for link in links if link["target"] == probe["peer"]), None)
+        probe["bandwidth_gbps"] = first["sent_gbps"] if first else None
+        probe["bandwidth_error"] = first["error"] if first else None
 
 
 def _raise_open_files_limit():

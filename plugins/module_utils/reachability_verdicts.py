@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from .firewall_evidence import describe
+from .link_bandwidth import judge_links
 
 FIX_FIREWALL = ("admit TCP {ports} from the cluster hosts on {ifname} of {host} (nccl_network_firewall does "
                 "this), or remove the rule that drops them")
@@ -20,8 +21,9 @@ PORT_FAILURES = ("timeout", "refused", "unreachable")
 
 
 def build_report(hosts: List[dict], results: Dict[str, Optional[dict]], rendezvous_ports=(),
-                 min_bandwidth_gbps: float = 0.0, left_out=()) -> dict:
-    """hosts: [{name, address, ifname, mtu}] in play order -> {matrix, verdicts, passed}.
+                 min_bandwidth_gbps: float = 0.0, left_out=(), link_median_fraction: float = 0.5,
+                 link_speed_fraction: float = 0.1) -> dict:
+    """hosts: [{name, address, ifname, mtu}] in play order -> {matrix, verdicts, passed, link_bandwidth}.
     left_out: hosts of the play that failed before the check (the play reports them)."""
     by_name = {host["name"]: host for host in hosts}
     matrix, verdicts = [], []
@@ -41,15 +43,27 @@ def build_report(hosts: List[dict], results: Dict[str, Optional[dict]], rendezvo
             target = by_name.get(probe["peer"], {"name": probe["peer"], "ifname": "?", "mtu": None})
             row = _row(host, target, probe)
             matrix.append(row)
-            verdict = _pair_verdict(host, target, probe, results, min_bandwidth_gbps)
+            verdict = _pair_verdict(host, target, probe, results)
             if verdict:
                 verdicts.append(verdict)
                 row["status"] = verdict["severity"]
                 row["cause"] = verdict["code"]
     _name_the_dropping_host(verdicts, matrix)
+    links, found = judge_links(hosts, results, link_median_fraction, link_speed_fraction, min_bandwidth_gbps)
+    verdicts += [_verdict(**finding) for finding in found]
+    _mark_bandwidth_rows(matrix, found)
     errors = [v for v in verdicts if v["severity"] == "error"]
     return {"matrix": matrix, "verdicts": verdicts, "passed": not errors,
-            "summary": _summary(matrix, verdicts)}
+            "summary": _summary(matrix, verdicts), "link_bandwidth": links}
+
+
+def _mark_bandwidth_rows(matrix, found):
+    """A probed pair whose link is slow (or unmeasured) shows it in its matrix row, as before."""
+    rows = {(row["source"], row["target"]): row for row in matrix}
+    for finding in found:
+        row = rows.get((finding["source"], finding["target"]))
+        if row is not None and row["status"] == "ok":
+            row["status"], row["cause"] = finding["severity"], finding["code"]
 
 
 def _row(source, target, probe):
@@ -83,7 +97,7 @@ def _listener_verdicts(host, result, rendezvous_ports, first):
     return verdicts
 
 
-def _pair_verdict(source, target, probe, results, min_bandwidth_gbps):
+def _pair_verdict(source, target, probe, results):
     s, t = source["name"], target["name"]
     ports = probe.get("ports", {})
     failed = {int(p): state for p, state in ports.items() if state in PORT_FAILURES}
@@ -139,7 +153,7 @@ def _pair_verdict(source, target, probe, results, min_bandwidth_gbps):
         return _verdict("icmp_blocked", "warning", s, t,
                         f"{t} does not answer {s}'s pings but accepts its TCP connections",
                         "admit ICMP echo between the hosts to keep ping usable for diagnosis")
-    return _bandwidth_verdict(s, t, probe, min_bandwidth_gbps)
+    return None
 
 
 def _mtu_verdict(source, target, probe, target_result):
@@ -188,20 +202,6 @@ def _ports_verdict(source, target, probe, failed, target_result, ifname):
     verdict["firewalls"] = firewalls
     verdict["evidence"] = [describe(item) for item in evidence]
     return verdict
-
-
-def _bandwidth_verdict(s, t, probe, min_bandwidth_gbps):
-    if probe.get("bandwidth_error"):
-        return _verdict("bandwidth_unmeasured", "warning", s, t,
-                        f"iperf3 from {s} to {t} failed: {probe['bandwidth_error']}",
-                        "install iperf3 on every host (the role does) and keep its port inside the range")
-    gbps = probe.get("bandwidth_gbps")
-    if gbps is not None and min_bandwidth_gbps and gbps < min_bandwidth_gbps:
-        return _verdict("slow_link", "error", s, t,
-                        f"TCP bandwidth from {s} to {t} is {gbps} Gbit/s, below nccl_network_min_bandwidth_gbps "
-                        f"{min_bandwidth_gbps}",
-                        "check the NIC's speed and the instance type's network bandwidth")
-    return None
 
 
 def _name_the_dropping_host(verdicts, matrix):

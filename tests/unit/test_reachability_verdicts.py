@@ -17,11 +17,11 @@ def probe(peer, ping=True, ping_large=True, ports=None, route_dev="eth1", **extr
     return entry
 
 
-def result(host, probes, mtu=1500, listeners=None, drops=()):
+def result(host, probes, mtu=1500, listeners=None, drops=(), links=()):
     states = {port: "ok" for port in PORTS}
     states.update(listeners or {})
     return {"host": host, "mtu": mtu, "listeners": states, "probes": probes,
-            "firewall": {"active": [], "drops": list(drops)}}
+            "firewall": {"active": [], "drops": list(drops)}, "links": list(links), "nic_speed_mbps": 10000}
 
 
 def report(results, hosts=HOSTS[:2], **kwargs):
@@ -29,7 +29,9 @@ def report(results, hosts=HOSTS[:2], **kwargs):
 
 
 def healthy_pair():
-    return {"node1": result("node1", [probe("node2")]), "node2": result("node2", [probe("node1")])}
+    # With two hosts one link test runs, from the first host, both directions at once.
+    link = {"round": 0, "target": "node2", "sent_gbps": 9.4, "received_gbps": 9.3, "error": None}
+    return {"node1": result("node1", [probe("node2")], links=[link]), "node2": result("node2", [probe("node1")])}
 
 
 def only(verdicts):
@@ -140,8 +142,9 @@ def test_warnings_do_not_fail_the_check():
     judged = report(results)
     assert judged["passed"] and only(judged["verdicts"])["code"] == "icmp_blocked"
     results = healthy_pair()
-    results["node2"]["probes"][0]["bandwidth_error"] = "unable to connect to server"
-    assert only(report(results)["verdicts"])["severity"] == "warning"
+    results["node1"]["links"][0].update(sent_gbps=None, received_gbps=None, error="unable to connect to server")
+    verdict = only(report(results)["verdicts"])
+    assert (verdict["code"], verdict["severity"]) == ("bandwidth_unmeasured", "warning")
 
 
 def test_a_busy_rendezvous_port_on_the_master_is_an_error_elsewhere_a_warning():
@@ -160,10 +163,14 @@ def test_a_busy_rendezvous_port_on_the_master_is_an_error_elsewhere_a_warning():
 def test_a_missing_host_and_a_slow_link():
     results = healthy_pair()
     results["node2"] = None
+    results["node1"]["links"][0].update(sent_gbps=None, received_gbps=None, error="Connection refused")
     codes = [(v["code"], v["source"], v["target"]) for v in report(results)["verdicts"]]
-    assert codes == [("no_result", "node1", "node2"), ("no_result", None, "node2")]
+    assert codes == [("no_result", "node1", "node2"), ("no_result", None, "node2"),
+                     ("bandwidth_unmeasured", "node1", "node2")]
     judged = report(healthy_pair(), min_bandwidth_gbps=25)
-    assert [v["code"] for v in judged["verdicts"]] == ["slow_link", "slow_link"] and not judged["passed"]
+    assert [v["code"] for v in judged["verdicts"]] == ["slow_link"] and not judged["passed"]
+    assert judged["link_bandwidth"]["slow"] == [{"source": "node1", "target": "node2", "gbps": 9.3}]
+    assert report(healthy_pair())["link_bandwidth"]["threshold_source"] == "nic_speed"
 
 
 def test_two_hosts_answering_at_one_address():
