@@ -12,6 +12,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune import (
     fingerprint,
     grid,
+    plan,
     read_record,
     record,
 )
@@ -38,6 +39,8 @@ class FilterModule:
             "nccl_autotune_grid": nccl_autotune_grid,
             "nccl_autotune_fingerprint": lambda host: fingerprint(dict(host)),
             "nccl_autotune_kept": nccl_autotune_kept,
+            "nccl_autotune_plan": lambda kept_by_host, env_by_host, force, multi_run: plan(
+                dict(kept_by_host), dict(env_by_host or {}), boolean(force, strict=False), multi_run),
             "nccl_autotune_record": lambda hardware, decision, tuning, remeasure=None: record(
                 dict(hardware), dict(decision), dict(tuning or {}), remeasure),
         }

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from .nccl_env import MAX_SOCKET_NTHREADS, MAX_SOCKETS
+from .nccl_env import MAX_SOCKET_NTHREADS, MAX_SOCKETS, TUNING_NAMES
 
 DEFAULTS = "defaults"
 SOCKET_THREADS = (1, 2, 4, 8)
@@ -161,3 +161,37 @@ def read_record(text, print_):
                     data.get("fingerprint_id", "?"), fingerprint_id(print_))}
     return {"tuning": {str(k): str(v) for k, v in data["tuning"].items()}, "current": True,
             "reason": "kept autotune result {0} matches this hardware".format(fingerprint_id(print_)), "record": data}
+
+
+def plan(kept_by_host, env_by_host, force, multi_run):
+    """Whether this play measures: {measure, blocker, reason, tuning, clean_first}.
+
+    `kept_by_host`: {host: read_record's result}; `env_by_host`: {host: the profile's
+    environment (ncclkit_nccl_env)}; `multi_run`: the multi-node run's record. It measures when
+    asked to (`force`) or when a host keeps no current result, and only over a multi-node run
+    that completed and a profile whose only tuning variables are the kept result's. `tuning` is
+    the kept result when it is current everywhere ({} else); `clean_first`: the profile carries
+    that tuning, which must go before NCCL's defaults can be measured."""
+    run = multi_run or {}
+    kept = [kept_by_host[host] for host in sorted(kept_by_host)]
+    tunings = {json.dumps(k.get("tuning") or {}, sort_keys=True) for k in kept}
+    current = bool(kept) and all(k.get("current") for k in kept) and len(tunings) == 1
+    tuning = dict(kept[0].get("tuning") or {}) if current else {}
+    result = {"measure": False, "blocker": "", "tuning": tuning, "clean_first": False,
+              "reason": kept[0]["reason"] if current else ""}
+    stale = sorted(host for host, k in kept_by_host.items() if not k.get("current"))
+    if current and not force:
+        return result
+    foreign = sorted({"{0}={1}".format(name, value) for env in (env_by_host or {}).values()
+                      for name, value in (env or {}).items() if name in TUNING_NAMES and tuning.get(name) != value})
+    if not run.get("ran") or str(run.get("rc")) != "0" or not (run.get("perf") or {}).get("complete"):
+        result["blocker"] = ("the multi-node run did not complete: the autotune measures only a working run; "
+                             "fix the failure above first")
+    elif foreign:
+        result["blocker"] = ("the profile sets {0} (nccl_profile_tuning or a play's ncclkit_nccl_tuning): the "
+                             "autotune measures against NCCL's defaults; remove them first".format(", ".join(foreign)))
+    else:
+        result.update(measure=True, clean_first=bool(tuning and current),
+                      reason="asked to measure again (nccl_validate_autotune_force)" if current and force else
+                      "no current result on {0}: {1}".format(", ".join(stale), kept_by_host[stale[0]]["reason"]))
+    return result
