@@ -14,23 +14,28 @@ import os
 import random
 import sys
 
-TEMPLATE = """# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809
-# Collective test starting: all_reduce_perf
-# nThread 1 nGpus 1 minBytes {size} maxBytes {size} step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 0 graph: 0
-#
-# Using devices
-#  Rank  0 Group  0 Pid   1495 on      node1 device  0 [0000:00:06] NVIDIA H200
-#  Rank  1 Group  0 Pid   1496 on      node2 device  0 [0000:00:06] NVIDIA H200
-#
-#                                                              out-of-place                       in-place
-#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
-#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
-   {size:>9}     134217728     float     sum      -1   179339    {bw:.2f}    {bw:.2f}       0   182508    {bw:.2f}    {bw:.2f}       0
-# Out of bounds values : 0 OK
-# Avg bus bandwidth    : {bw:.2f}
-#
-# Collective test concluded: all_reduce_perf
-"""
+HEADER = "#       size         count      type   redop    root     time   algbw   busbw  #wrong"
+UNITS = "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
+TEMPLATE = "\n".join([
+    "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809",
+    "# Collective test starting: all_reduce_perf",
+    "# nThread 1 nGpus 1 minBytes {size} maxBytes {size} step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 "
+    "validation: 0 graph: 0",
+    "#",
+    "# Using devices",
+    "#  Rank  0 Group  0 Pid   1495 on      node1 device  0 [0000:00:06] NVIDIA H200",
+    "#  Rank  1 Group  0 Pid   1496 on      node2 device  0 [0000:00:06] NVIDIA H200",
+    "#",
+    "#                                                              out-of-place                       in-place",
+    HEADER + "     time   algbw   busbw  #wrong",
+    UNITS + "             (us)  (GB/s)  (GB/s)",
+    "   {size:>9}     134217728     float     sum      -1   179339    {bw:.2f}    {bw:.2f}       0   182508    "
+    "{bw:.2f}    {bw:.2f}       0",
+    "# Out of bounds values : 0 OK",
+    "# Avg bus bandwidth    : {bw:.2f}",
+    "#",
+    "# Collective test concluded: all_reduce_perf",
+    ""])
 
 
 def busbw(env):
@@ -50,7 +55,7 @@ def main(argv):
     tuning = {k: v for k, v in sorted(forwarded.items()) if k.startswith("NCCL_") and k not in (
         "NCCL_DEBUG", "NCCL_DEBUG_FILE", "NCCL_DEBUG_SUBSYS")}
     with open(os.environ.get("AUTOTUNE_STANDIN_LOG", "/tmp/ncclkit-autotune-standin.log"), "a") as log:
-        log.write("-e {0} {1}\n".format(size, " ".join("{0}={1}".format(k, v) for k, v in tuning.items())))
+        log.write("-e {} {}\n".format(size, " ".join(f"{k}={v}" for k, v in tuning.items())))
     sys.stdout.write(TEMPLATE.format(size=size, bw=busbw(tuning)))
 
 
