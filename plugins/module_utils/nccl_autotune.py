@@ -170,8 +170,8 @@ def plan(kept_by_host, env_by_host, force, multi_run):
     environment (ncclkit_nccl_env)}; `multi_run`: the multi-node run's record. It measures when
     asked to (`force`) or when a host keeps no current result, and only over a multi-node run
     that completed and a profile whose only tuning variables are the kept result's. `tuning` is
-    the kept result when it is current everywhere ({} else); `clean_first`: the profile carries
-    that tuning, which must go before NCCL's defaults can be measured."""
+    the kept result when it is current everywhere ({} else); `clean_first`: a host's profile
+    carries its kept tuning, which must go before NCCL's defaults can be measured."""
     run = multi_run or {}
     kept = [kept_by_host[host] for host in sorted(kept_by_host)]
     tunings = {json.dumps(k.get("tuning") or {}, sort_keys=True) for k in kept}
@@ -182,8 +182,12 @@ def plan(kept_by_host, env_by_host, force, multi_run):
     stale = sorted(host for host, k in kept_by_host.items() if not k.get("current"))
     if current and not force:
         return result
-    foreign = sorted({"{0}={1}".format(name, value) for env in (env_by_host or {}).values()
-                      for name, value in (env or {}).items() if name in TUNING_NAMES and tuning.get(name) != value})
+    # Each host's profile may carry its own kept result (nccl_profile applies it where its host's
+    # fingerprint matches); any other tuning value is the user's.
+    carried = {host: {name: value for name, value in (env or {}).items() if name in TUNING_NAMES}
+               for host, env in (env_by_host or {}).items()}
+    foreign = sorted({"{0}={1}".format(name, value) for host, names in carried.items() for name, value in names.items()
+                      if (kept_by_host.get(host) or {}).get("tuning", {}).get(name) != value})
     if not run.get("ran") or str(run.get("rc")) != "0" or not (run.get("perf") or {}).get("complete"):
         result["blocker"] = ("the multi-node run did not complete: the autotune measures only a working run; "
                              "fix the failure above first")
@@ -191,7 +195,14 @@ def plan(kept_by_host, env_by_host, force, multi_run):
         result["blocker"] = ("the profile sets {0} (nccl_profile_tuning or a play's ncclkit_nccl_tuning): the "
                              "autotune measures against NCCL's defaults; remove them first".format(", ".join(foreign)))
     else:
-        result.update(measure=True, clean_first=bool(tuning and current),
-                      reason="asked to measure again (nccl_validate_autotune_force)" if current and force else
-                      "no current result on {0}: {1}".format(", ".join(stale), kept_by_host[stale[0]]["reason"]))
+        result.update(measure=True, clean_first=any(carried.values()),
+                      reason=_why_measure(current and force, stale, kept_by_host))
     return result
+
+
+def _why_measure(forced, stale, kept_by_host):
+    if forced:
+        return "asked to measure again (nccl_validate_autotune_force)"
+    if stale:
+        return "no current result on {0}: {1}".format(", ".join(stale), kept_by_host[stale[0]]["reason"])
+    return "the hosts keep different autotune results"

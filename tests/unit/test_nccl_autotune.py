@@ -155,3 +155,47 @@ def test_the_module_interleaves_forwards_each_variable_and_reads_the_peak(tmp_pa
     assert tune.choose(measured["results"])["winner"] == "s4"
     params["expected_ranks"] = 4
     assert module.measure(params, runner)["failures"][0] == "defaults, repetition 1: 2 ranks, expected 4"
+
+
+def _kept(tuning, hardware=None):
+    hardware = hardware or tune.fingerprint(HOST)
+    return tune.read_record(json.dumps(tune.record(tune.fingerprint(HOST), {"winner": "w"}, tuning)), hardware)
+
+
+MULTI_OK = {"name": "multi", "ran": True, "rc": 0, "perf": {"complete": True, "passed": True}}
+TUNED = {"NCCL_SOCKET_NTHREADS": "4", "NCCL_NSOCKS_PERTHREAD": "2"}
+
+
+def test_a_current_result_on_every_host_is_used_and_nothing_is_measured():
+    kept = {"node1": _kept(TUNED), "node2": _kept(TUNED)}
+    envs = {"node1": dict(TUNED, NCCL_DEBUG="WARN"), "node2": dict(TUNED)}
+    decided = tune.plan(kept, envs, False, MULTI_OK)
+    assert decided["measure"] is False and decided["blocker"] == "" and decided["tuning"] == TUNED
+    forced = tune.plan(kept, envs, True, MULTI_OK)
+    assert forced["measure"] and forced["clean_first"] and "nccl_validate_autotune_force" in forced["reason"]
+
+
+def test_a_stale_or_missing_result_on_any_host_is_measured_again():
+    other = tune.fingerprint(dict(HOST, nccl_version="2.29.1"))
+    kept = {"node1": _kept(TUNED), "node2": _kept(TUNED, other)}
+    # node1's profile still carries its kept result (its own hardware is the same): taken out first.
+    decided = tune.plan(kept, {"node1": TUNED, "node2": {}}, False, MULTI_OK)
+    assert decided["measure"] and decided["clean_first"] and decided["blocker"] == ""
+    decided = tune.plan(kept, {"node1": {}, "node2": {}}, False, MULTI_OK)
+    assert decided["measure"] and not decided["clean_first"] and decided["tuning"] == {}
+    assert decided["reason"].startswith("no current result on node2: the hardware changed")
+
+
+def test_no_measuring_over_a_failed_run_or_a_profile_with_tuning_of_its_own():
+    kept = {"node1": _kept({}, tune.fingerprint(dict(HOST, nodes=9)))}
+    failed = tune.plan(kept, {"node1": {}}, False, dict(MULTI_OK, rc=124))
+    assert not failed["measure"] and failed["blocker"].startswith("the multi-node run did not complete")
+    assert tune.plan(kept, {"node1": {}}, False, {})["blocker"].startswith("the multi-node run did not complete")
+    own = tune.plan(kept, {"node1": {"NCCL_ALGO": "Tree", "NCCL_SOCKET_IFNAME": "=eth1"}}, False, MULTI_OK)
+    assert not own["measure"] and own["blocker"].startswith("the profile sets NCCL_ALGO=Tree (nccl_profile_tuning")
+
+
+def test_hosts_that_keep_different_results_are_measured_again():
+    kept = {"node1": _kept(TUNED), "node2": _kept({})}
+    decided = tune.plan(kept, {"node1": TUNED, "node2": {}}, False, MULTI_OK)
+    assert decided["measure"] and decided["clean_first"] and decided["reason"] == "the hosts keep different autotune results"
