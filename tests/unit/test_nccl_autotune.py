@@ -198,4 +198,5 @@ def test_no_measuring_over_a_failed_run_or_a_profile_with_tuning_of_its_own():
 def test_hosts_that_keep_different_results_are_measured_again():
     kept = {"node1": _kept(TUNED), "node2": _kept({})}
     decided = tune.plan(kept, {"node1": TUNED, "node2": {}}, False, MULTI_OK)
-    assert decided["measure"] and decided["clean_first"] and decided["reason"] == "the hosts keep different autotune results"
+    assert decided["measure"] and decided["clean_first"]
+    assert decided["reason"] == "the hosts keep different autotune results"
