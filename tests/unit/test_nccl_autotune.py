@@ -200,3 +200,27 @@ def test_hosts_that_keep_different_results_are_measured_again():
     decided = tune.plan(kept, {"node1": TUNED, "node2": {}}, False, MULTI_OK)
     assert decided["measure"] and decided["clean_first"]
     assert decided["reason"] == "the hosts keep different autotune results"
+
+
+def test_the_report_section_says_what_the_profile_got_and_the_ratio_with_its_spread():
+    from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_report_autotune as section
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report_html import _autotune_section
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report_markdown import _autotune_section as md
+    decision = tune.choose({"defaults": [1.5, 1.52, 1.49], "threads=4 socks=2": [3.0, 3.01, 2.99]})
+    result = {"status": "measured", "reason": "no current result on node1", "winner": decision["winner"],
+              "tuning": TUNED, "decision_reason": decision["reason"], "candidates": decision["table"],
+              "remeasure": tune.ratio([3.0, 3.02, 2.98], [1.5, 1.51, 1.49]), "repetitions": 3, "bytes": "512M",
+              "transport": "any"}
+    line = section.summary(result)
+    assert "the profile gets NCCL_NSOCKS_PERTHREAD=2 NCCL_SOCKET_NTHREADS=4" in line
+    assert line.endswith("same launcher: 2.0x (from 1.974x to 2.027x).")
+    assert section.rows(result) == [["defaults", "1.50", "0.03", "", "no", "0"],
+                                    ["threads=4 socks=2", "3.00", "0.02", "+1.50", "yes", "0"]]
+    markdown = "\n".join(md(result))
+    assert "| threads=4 socks=2 | 3.00 | 0.02 | +1.50 | yes | 0 |" in markdown
+    html = "\n".join(_autotune_section(result))
+    assert "<td>threads=4 socks=2</td><td>3.00</td>" in html and "2.0x" in html
+    assert section.summary({"status": "not run", "reason": "the multi-node run did not complete"}) == (
+        "Not run: the multi-node run did not complete.")
+    assert section.summary({"status": "kept", "reason": "matches", "tuning": {}, "decision_reason": "r"}).startswith(
+        "Kept from an earlier run for this hardware (matches): NCCL's defaults; r.")
