@@ -21,6 +21,7 @@ LAB_INDICES: dict[str, tuple[int, ...]] = {
     # test_profile_lab.py and test_validate_gloo_lab.py share the lab this conftest brings up.
     "tests/lab/test_link_bandwidth_lab.py": (30,),
     "tests/nccl_profile/conftest.py": (40,),
+    "tests/validate/test_autotune_lab.py": (50,),
     "tests/validate/test_validate_role.py": (60,),
     "tests/nccl_tests/test_nccl_tests_lab.py": (80,),
     "tests/lab/test_lab_cluster.py": (90,),

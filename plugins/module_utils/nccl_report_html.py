@@ -13,6 +13,7 @@ import base64
 import json
 from html import escape
 
+from . import nccl_report_autotune
 from .link_bandwidth import link_rows, recorded, threshold_line
 from .nccl_report_chart import busbw_svg, line_colours
 from .nccl_report_values import human_size, number
@@ -108,7 +109,7 @@ def render_html(report):
     for index, run in enumerate(report.get("runs") or []):
         body += _run_section(run, index, colours.get(run.get("title")))
     if report.get("autotune"):
-        body += ['<section id="autotune"><h2>Autotune</h2>', _value_html(report["autotune"]), "</section>"]
+        body += _autotune_section(report["autotune"])
     if report.get("settings"):
         body += ['<section id="settings"><h2>Settings</h2>', _value_html(report["settings"]), "</section>"]
     return "\n".join([
@@ -397,6 +398,25 @@ def _run_facts(run):
             facts.append("peak busbw {0} GB/s at {1}".format(number(perf["peak_busbw_gbps"]), human_size(
                 perf.get("peak_busbw_size_bytes") if "peak_busbw_size_bytes" in perf else perf.get("bytes"))))
     return facts
+
+
+# -- autotune ------------------------------------------------------------------------------
+
+
+def _autotune_section(autotune):
+    """nccl_validate's autotune as its summary sentence and the candidates' table
+    (nccl_report_autotune), the rest as data; data of another shape as data alone."""
+    line = nccl_report_autotune.summary(autotune)
+    if not line:
+        return ['<section id="autotune"><h2>Autotune</h2>', _value_html(autotune), "</section>"]
+    table = nccl_report_autotune.rows(autotune)
+    html = ['<section id="autotune"><h2>Autotune</h2>', "<p>{0}</p>".format(_e(line))]
+    if table:
+        html.append("<table><tr>" + "".join("<th>{0}</th>".format(_e(c)) for c in nccl_report_autotune.COLUMNS)
+                    + "</tr>" + "".join("<tr>" + "".join("<td>{0}</td>".format(_e(cell)) for cell in row) + "</tr>"
+                                        for row in table) + "</table>")
+    rest = {key: value for key, value in autotune.items() if key != "candidates"}
+    return html + [_value_html(rest), "</section>"]
 
 
 # -- any other data ------------------------------------------------------------------------

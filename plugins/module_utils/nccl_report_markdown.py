@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from . import nccl_report_autotune
 from .link_bandwidth import link_rows, recorded, threshold_line
 from .nccl_report_values import human_size, number
 from .nccl_report_verdict import GLOO_RUN, NCCL_NOT_EXERCISED, summary_line, timed_out, verdict_text
@@ -28,9 +29,22 @@ def render_markdown(report):
     if report["network"]:
         lines += _network_section(report["network"])
         lines += _links_section(recorded(report["network"]))
+    if report.get("autotune"):
+        lines += _autotune_section(report["autotune"])
     if report["settings"]:
         lines += ["## Settings", "", "```json", json.dumps(report["settings"], indent=2, sort_keys=True), "```", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _autotune_section(autotune):
+    line = nccl_report_autotune.summary(autotune)
+    lines = ["## Autotune", ""] + ([_md(line), ""] if line else [])
+    table = nccl_report_autotune.rows(autotune)
+    if table:
+        lines += ["| " + " | ".join(nccl_report_autotune.COLUMNS) + " |",
+                  "|" + "---|" * len(nccl_report_autotune.COLUMNS)]
+        lines += ["| " + " | ".join(_md(cell) for cell in row) + " |" for row in table] + [""]
+    return lines
 
 
 def _hosts_section(hosts):

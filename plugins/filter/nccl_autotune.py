@@ -1,0 +1,46 @@
+"""Filters of nccl_validate's autotune (and nccl_profile's reading of its result): the grid, the
+hardware fingerprint, the record kept on each host and reading it back.
+
+The logic lives in plugins/module_utils/nccl_autotune.py; the docs are the sidecar YAML files.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune import (
+    fingerprint,
+    grid,
+    plan,
+    read_record,
+    record,
+)
+
+
+def nccl_autotune_grid(transport, socket_grid=True, common=True, algo_proto=True):
+    return grid(transport, boolean(socket_grid, strict=False), boolean(common, strict=False),
+                boolean(algo_proto, strict=False))
+
+
+def nccl_autotune_kept(slurped, hardware):
+    """read_record of a slurp result (its base64 `content`; none when the file is missing)."""
+    content = (slurped or {}).get("content") or ""
+    try:
+        text = base64.b64decode(content).decode("utf-8", "replace")
+    except (ValueError, TypeError):
+        text = "not base64"
+    return read_record(text, dict(hardware))
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "nccl_autotune_grid": nccl_autotune_grid,
+            "nccl_autotune_fingerprint": lambda host: fingerprint(dict(host)),
+            "nccl_autotune_kept": nccl_autotune_kept,
+            "nccl_autotune_plan": lambda kept_by_host, env_by_host, force, multi_run: plan(
+                dict(kept_by_host), dict(env_by_host or {}), boolean(force, strict=False), multi_run),
+            "nccl_autotune_record": lambda hardware, decision, tuning, remeasure=None: record(
+                dict(hardware), dict(decision), dict(tuning or {}), remeasure),
+        }
