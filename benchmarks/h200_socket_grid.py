@@ -43,7 +43,8 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils import (  # noqa: 
 # The values often quoted as "common tuning" with 4 socket threads (the grid's "common" has 2).
 COMMON_4X4 = {"name": "common threads=4", "env": {"NCCL_SOCKET_NTHREADS": "4", "NCCL_NSOCKS_PERTHREAD": "4",
                                                    "NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}}
-BASE_ENV = {"NCCL_SOCKET_IFNAME": "lo", "NCCL_IB_DISABLE": "1", "NCCL_DEBUG": "WARN"}
+# INFO of INIT and NET only: the lines that show the transport (NET/Socket on lo), not every call.
+BASE_ENV = {"NCCL_SOCKET_IFNAME": "lo", "NCCL_IB_DISABLE": "1", "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
 CHUNK = 4 << 20
 
 
@@ -175,6 +176,10 @@ def main():
             "host": socket.gethostname(), "nproc": os.cpu_count(),
             "candidates": candidates, "repetitions": [], "results": {c["name"]: [] for c in candidates}}
 
+    def save():  # after every measurement: a run stopped early keeps what it measured
+        with open(args.out_json, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1, sort_keys=True)
+
     def measure(candidate, rep, phase):
         slug = candidate["name"].replace(" ", "_").replace("=", "")
         log = os.path.join(logs, f"{phase}-{rep}-{slug}.txt")
@@ -183,6 +188,7 @@ def main():
                  "busbw_gbps": busbw, "seconds": seconds, "rc": rc}
         data["repetitions"].append(entry)
         print(json.dumps(entry), flush=True)
+        save()
         return busbw
 
     data["tcp_before"] = tcp_rate(2, args.tcp_seconds)
@@ -206,8 +212,7 @@ def main():
     tcp = max(data["tcp_before"]["gbytes_per_s"], data["tcp_after"]["gbytes_per_s"])
     tuned_median = data["remeasure"]["ratio"]["tuned"]["median"]
     data["tuned_over_tcp"] = round(tuned_median / tcp, 3) if tuned_median and tcp else None
-    with open(args.out_json, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=1, sort_keys=True)
+    save()
     print("remeasure:", json.dumps(data["remeasure"]["ratio"]), "tuned/tcp:", data["tuned_over_tcp"], flush=True)
 
 
