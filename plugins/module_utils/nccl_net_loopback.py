@@ -29,9 +29,12 @@ MPIRUN_OPTIONS = ["--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 
 
 def mpirun_path(mpi):
-    """The mpirun of the MPI nccl_preflight found (fact ncclkit_mpi), else the one on PATH."""
-    home = str((mpi or {}).get("home") or "").rstrip("/")
-    return home + "/bin/mpirun" if home else "mpirun"
+    """The mpirun beside the mpicc nccl_preflight found (fact ncclkit_mpi: Open MPI installs both in
+    one bin folder; its `home` may be a Debian library folder without bin/), else the one on PATH."""
+    mpicc = str((mpi or {}).get("mpicc") or "")
+    if mpicc.startswith("/") and "/" in mpicc.rstrip("/"):
+        return mpicc.rstrip("/").rsplit("/", 1)[0] + "/mpirun"
+    return "mpirun"
 
 
 def rank_prefixes(gpus, ranks=RANKS):

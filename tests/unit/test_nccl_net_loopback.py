@@ -17,14 +17,16 @@ plan = FILTERS["nccl_net_loopback_plan"]
 mpmd_argv = FILTERS["nccl_mpmd_argv"]
 validate_argv = ArgvFilter().filters()["nccl_validate_argv"]
 
-MPI = {"found": True, "flavor": "openmpi", "home": "/usr/lib/x86_64-linux-gnu/openmpi/"}
+# ncclkit_mpi as nccl_preflight found it on the H200 (tests/samples/h200-toolchain.json): Debian's
+# layout, whose home has no bin/ (mpirun is /usr/bin/mpirun, beside mpicc).
+MPI = {"found": True, "flavor": "openmpi", "home": "/usr/lib/x86_64-linux-gnu/openmpi", "mpicc": "/usr/bin/mpicc"}
 BIN = "/opt/ncclkit/nccl-tests/current/bin/all_reduce_perf"
 SIZES = {"min_bytes": "8", "max_bytes": "1G", "step_factor": 2, "iters": 20, "warmup_iters": 5, "check": 1}
 
 
 def test_one_gpu_host_runs_both_ranks_on_gpu_0_with_distinct_host_ids():
     result = plan(MPI, 1, ["NCCL_DEBUG", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE"], "eth0")
-    assert result["launcher"][:5] == ["/usr/lib/x86_64-linux-gnu/openmpi/bin/mpirun", "--allow-run-as-root",
+    assert result["launcher"][:5] == ["/usr/bin/mpirun", "--allow-run-as-root",
                                       "--oversubscribe", "--bind-to", "none"]
     assert result["rank_prefixes"] == [
         ["env", "NCCL_HOSTID=ncclkit-net-loopback-0", "NCCL_TESTS_DEVICE=0"],
@@ -52,8 +54,10 @@ def test_two_gpus_or_more_give_each_rank_its_own():
     assert [prefix[2] for prefix in prefixes] == ["NCCL_TESTS_DEVICE=0", "NCCL_TESTS_DEVICE=1"]
 
 
-def test_mpirun_from_path_without_an_mpi_home():
-    assert plan({"found": False, "home": ""}, 1, [], "lo")["launcher"][0] == "mpirun"
+def test_mpirun_from_path_without_an_mpicc():
+    assert plan({"found": False, "home": "", "mpicc": ""}, 1, [], "lo")["launcher"][0] == "mpirun"
+    assert plan({"mpicc": "mpicc"}, 1, [], "lo")["launcher"][0] == "mpirun"
+    assert plan({"mpicc": "/opt/openmpi/bin/mpicc"}, 1, [], "lo")["launcher"][0] == "/opt/openmpi/bin/mpirun"
     assert plan(None, 1, [], "lo")["launcher"][0] == "mpirun"
 
 
