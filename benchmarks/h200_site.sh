@@ -5,7 +5,7 @@
 #
 #   benchmarks/h200_site.sh OUT_DIR NCCL_TESTS_SOURCE [ansible-playbook options]
 #
-# OUT_DIR gets the inventory, ansible.log (profile_tasks timings) and the report folder.
+# OUT_DIR gets the inventory, ansible.log and the report folder.
 # Exit status: ansible-playbook's.
 set -euo pipefail
 if [ $# -lt 2 ] || [ "${1#-}" != "$1" ]; then
@@ -26,7 +26,7 @@ command -v ansible-playbook >/dev/null || { echo "$0: ansible-playbook not found
 } >"$out/inventory.yml"
 status=0
 # shellcheck disable=SC2016  # JSON, not shell
-ANSIBLE_CONFIG="$repo/ansible.cfg" ANSIBLE_NOCOLOR=1 ANSIBLE_CALLBACKS_ENABLED=profile_tasks \
+ANSIBLE_CONFIG="$repo/ansible.cfg" ANSIBLE_NOCOLOR=1 \
   ansible-playbook -i "$out/inventory.yml" "$repo/site.yml" \
   -e '{"nccl_network_install_packages": false, "nccl_preflight_gpu_required": true, "nccl_validate_net_loopback": true}' \
   -e '{"nccl_validate_env": {"NCCL_NVLS_ENABLE": "0"}}' \
