@@ -17,7 +17,7 @@ from . import nccl_report_autotune
 from .link_bandwidth import link_rows, recorded, threshold_line
 from .nccl_report_chart import busbw_svg, line_colours
 from .nccl_report_values import human_size, number
-from .nccl_report_verdict import GLOO_RUN, summary_line, timed_out, verdict_text
+from .nccl_report_verdict import GLOO_RUN, NET_LOOPBACK_RUN, summary_line, timed_out, verdict_text
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2430;margin:0;background:#f6f7f9}
@@ -211,7 +211,7 @@ def _host_checks(host, record, facts, runs, known):
         badges.append('<span class="badge fail">no data (failed or unreachable)</span>')
     for run in runs:
         if host in (run.get("hosts") or [run.get("host")]):
-            labels = {"single": "single-node", "multi": "multi-node", GLOO_RUN: "Gloo"}
+            labels = {"single": "single-node", "multi": "multi-node", GLOO_RUN: "Gloo", NET_LOOPBACK_RUN: "NET loopback"}
             label = labels.get(run.get("name"), str(run.get("name")))
             badges.append(_badge(run.get("passed"), label + " pass", label + " FAIL"))
     if facts:

@@ -35,6 +35,8 @@ TRANSPORT_FALLBACK_CODES = ("socket_instead_of_ib", "socket_instead_of_efa")
 # The run nccl_validate makes on hosts without GPU: it proves the launcher, rendezvous and Gloo path.
 GLOO_RUN = "gloo"
 NCCL_NOT_EXERCISED = "Gloo/CPU: NCCL not exercised"
+# nccl_validate_net_loopback's run: two ranks of one host that NCCL takes for two nodes.
+NET_LOOPBACK_RUN = "net_loopback"
 
 
 def run_title(run):
@@ -42,6 +44,8 @@ def run_title(run):
         return "Gloo all-reduce across " + ", ".join(run.get("hosts") or [run.get("host") or "?"])
     if run.get("name") == "multi":
         return "multi-node across " + ", ".join(run.get("hosts") or [run.get("host") or "?"])
+    if run.get("name") == NET_LOOPBACK_RUN:
+        return "node-local NET test on " + str(run.get("host"))
     return "single-node on " + str(run.get("host"))
 
 

@@ -1,0 +1,29 @@
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
+"""Filters of nccl_validate's node-local NET test (nccl_validate_net_loopback); the logic is
+plugins/module_utils/nccl_net_loopback.py."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_net_loopback
+
+
+def nccl_net_loopback_plan(mpi, gpus, env_names, ifname=""):
+    try:
+        return nccl_net_loopback.plan(mpi if isinstance(mpi, dict) else {}, gpus, list(env_names or []), ifname or "")
+    except ValueError as exc:
+        raise AnsibleFilterError("nccl_net_loopback_plan: {0}".format(exc)) from exc
+
+
+def nccl_mpmd_argv(argv, launcher_len, prefixes):
+    try:
+        return nccl_net_loopback.mpmd_argv(argv, launcher_len, prefixes or [])
+    except ValueError as exc:
+        raise AnsibleFilterError("nccl_mpmd_argv: {0}".format(exc)) from exc
+
+
+class FilterModule:
+    def filters(self):
+        return {"nccl_net_loopback_plan": nccl_net_loopback_plan, "nccl_mpmd_argv": nccl_mpmd_argv}
