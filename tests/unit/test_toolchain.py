@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
+from nccl_tests.fakes import make_fake_mpicc
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils import toolchain as tc
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_toolchain
@@ -94,16 +95,7 @@ def fake_openmpi(root, version="4.1.6"):
     home = root / "usr" / "lib" / "x86_64-linux-gnu" / "openmpi"
     touch(home / "include" / "mpi.h")
     touch(home / "lib" / "libmpi.so")
-    mpicc = exe(root / "usr" / "bin" / "mpicc", f"""
-        #!/bin/sh
-        case "$1" in
-          --showme:incdirs) echo "{home}/include {home}/include/openmpi" ;;
-          --showme:libdirs) echo "{home}/lib" ;;
-          --showme:version) echo "mpicc: Open MPI {version} (Language: C)" ;;
-          *) exit 1 ;;
-        esac
-        """)
-    return home, mpicc
+    return home, make_fake_mpicc(root / "usr" / "bin" / "mpicc", home, version)
 
 
 def fake_smi(path, text, rc=0):
