@@ -10,12 +10,13 @@ import sys
 import textwrap
 
 import pytest
+import yaml
 from ansible.module_utils.testing import patch_module_args
 from nccl_tests.fakes import make_fake_mpicc
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils import toolchain as tc
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_toolchain
-from conftest import SAMPLES
+from conftest import REPO_ROOT, SAMPLES
 
 FACTS = ("ncclkit_gpu_capabilities", "ncclkit_cuda", "ncclkit_nccl", "ncclkit_mpi")
 
@@ -422,3 +423,24 @@ def test_the_h200_recording_matches_what_the_former_shell_found_there():
     assert compared == 15
     assert sample["ncclkit_gpu_capabilities"]["capabilities"] == old["gpu.caps"].split(",")
     assert sample["ncclkit_nccl"]["dev_link"] == old.get("nccl.dev_link", "")
+
+
+# --- the search's options, documented once (doc fragment toolchain_search) -------------------
+
+def test_the_search_options_are_documented_once_for_both_modules():
+    """nccl_toolchain's options and nccl_host_survey's `toolchain` suboptions come from one
+    fragment text, matching the shared argument spec (sanity's validate-modules checks the same,
+    slowly)."""
+    from ansible_collections.ncclkit.cluster.plugins.doc_fragments.toolchain_search import ModuleDocFragment
+    top = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
+    survey = yaml.safe_load(ModuleDocFragment.SURVEY)["options"]["toolchain"]
+    spec = {name: {key: value for key, value in option.items() if key != "description"} for name, option in top.items()}
+    assert spec == tc.SEARCH_OPTIONS
+    assert survey["type"] == "dict" and survey["default"] == {}
+    assert {name: option["description"] for name, option in survey["suboptions"].items()} == {
+        name: [line.replace("O(", "O(toolchain.") for line in option["description"]]
+        if isinstance(option["description"], list) else option["description"].replace("O(", "O(toolchain.")
+        for name, option in top.items()}
+    for module in ("nccl_toolchain", "nccl_host_survey"):
+        text = (REPO_ROOT / "plugins" / "modules" / f"{module}.py").read_text()
+        assert "The CUDA toolkit's folder (holding" not in text, f"{module} documents the search options again"
