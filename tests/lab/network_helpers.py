@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lab_helpers import leftovers
-from lab_playbook import Played
+from lab_playbook import Played, lab_cluster
 from lab_playbook import play as run_playbook
 
 from ncclkit.lab import Lab
@@ -19,20 +19,19 @@ FAST = {"nccl_network_install_packages": False, "nccl_network_iperf3": False}
 
 
 @contextmanager
-def lab_with_outsider(index: int, nodes: int, inventory: Path, setups=None):
-    """Lab `index` with `nodes` nodes and an outsider, each node after its setup script; removed
-    completely afterwards. `lab.inventory` is its inventory."""
-    lab = Lab(index)
-    lab.down()   # whatever an interrupted earlier run left
-    lab.up(nodes=nodes, outsider=True, inventory_path=inventory)
-    lab.inventory = inventory
+def lab_with_outsider(index: int, nodes: int, folder: Path, setups=None):
+    """Lab `index` (lab_playbook's lab_cluster) with `nodes` nodes and an outsider, each node after
+    its setup script; removed completely afterwards. `lab.inventory` is its inventory, in `folder`."""
+    cluster = lab_cluster(index, folder, nodes=nodes, outsider=True)
+    lab = next(cluster)
+    lab.inventory = folder / "hosts.yml"
     try:
         for node, script in (setups or {}).items():
             sh(lab, node, script)
         yield lab
     finally:
-        lab.down()
-    assert leftovers(index, inventory) == []
+        cluster.close()   # lab_cluster's own cleanup: lab.down()
+    assert leftovers(index, lab.inventory) == []
 
 
 def play(inventory: Path, *args: str, variables: dict | None = None, structured: bool = True,

@@ -50,9 +50,9 @@ FIREWALL_ONLY = ("--tags", "nccl_preflight,nccl_network_firewall")
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    inventory = tmp_path_factory.mktemp(f"lab{INDEX}") / "hosts.yml"
+    folder = tmp_path_factory.mktemp(f"lab{INDEX}")
     setups = {node: SETUPS[backend] for node, backend in BACKENDS.items()}
-    with lab_with_outsider(INDEX, len(BACKENDS), inventory, setups) as lab:
+    with lab_with_outsider(INDEX, len(BACKENDS), folder, setups) as lab:
         yield lab
 
 

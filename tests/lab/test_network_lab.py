@@ -20,8 +20,8 @@ NCCLKIT_FILES = "/etc/ncclkit /etc/sysctl.d/99-zz-ncclkit-nccl.conf /etc/systemd
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    inventory = tmp_path_factory.mktemp(f"lab{INDEX}") / "hosts.yml"
-    with lab_with_outsider(INDEX, 2, inventory, dict.fromkeys(NODES, f"nft '{USER_TABLE}'")) as lab:
+    folder = tmp_path_factory.mktemp(f"lab{INDEX}")
+    with lab_with_outsider(INDEX, 2, folder, dict.fromkeys(NODES, f"nft '{USER_TABLE}'")) as lab:
         yield lab
 
 
