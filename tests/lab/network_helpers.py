@@ -22,16 +22,12 @@ FAST = {"nccl_network_install_packages": False, "nccl_network_iperf3": False}
 def lab_with_outsider(index: int, nodes: int, folder: Path, setups=None):
     """Lab `index` (lab_playbook's lab_cluster) with `nodes` nodes and an outsider, each node after
     its setup script; removed completely afterwards. `lab.inventory` is its inventory, in `folder`."""
-    cluster = lab_cluster(index, folder, nodes=nodes, outsider=True)
-    lab = next(cluster)
-    lab.inventory = folder / "hosts.yml"
-    try:
+    with contextmanager(lab_cluster)(index, folder, nodes=nodes, outsider=True) as lab:
+        lab.inventory = folder / "hosts.yml"
         for node, script in (setups or {}).items():
             sh(lab, node, script)
         yield lab
-    finally:
-        cluster.close()   # lab_cluster's own cleanup: lab.down()
-    assert leftovers(index, lab.inventory) == []
+    assert leftovers(index, folder / "hosts.yml") == []
 
 
 def play(inventory: Path, *args: str, variables: dict | None = None, structured: bool = True,
