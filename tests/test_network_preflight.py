@@ -5,12 +5,11 @@ cluster host out (--limit, a failed host, no cluster address) must stop before a
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from lab_playbook import Played, play
+
 PLAYBOOK = """
 - name: Check nccl_network's inputs
   hosts: cluster
@@ -23,16 +22,14 @@ ONLY_PREFLIGHT = ("--tags", "ncclkit_no_such_tag")
 
 
 def run(tmp_path: Path, hosts: dict, *args: str, variables: dict | None = None, tags=ONLY_PREFLIGHT,
-        env_extra: dict | None = None) -> subprocess.CompletedProcess:
+        env_extra: dict | None = None, structured: bool = False) -> Played:
     inventory = {"all": {"children": {"cluster": {"hosts": hosts}},
                          "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}
     (tmp_path / "hosts.json").write_text(json.dumps(inventory))
     (tmp_path / "play.yml").write_text(PLAYBOOK)
-    env = {key: value for key, value in os.environ.items() if key != "SSH_CONNECTION"}
-    env.update({"ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1", **(env_extra or {})})
-    argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts.json"),
-            str(tmp_path / "play.yml"), *tags, "-e", json.dumps(variables or {}), *args]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO_ROOT, env=env, check=False)
+    # The role reads SSH_CONNECTION for the port the controller dials: only the test's own, if any.
+    return play(tmp_path / "hosts.json", str(tmp_path / "play.yml"), variables, args=(*tags, *args), timeout=120,
+                env={"SSH_CONNECTION": None, **(env_extra or {})}, structured=structured)
 
 
 def host(index: int) -> dict:
@@ -44,23 +41,23 @@ ALL = {"node1": host(1), "node2": host(2), "node3": host(3)}
 
 def test_every_host_with_its_address_passes(tmp_path):
     done = run(tmp_path, ALL)
-    assert done.returncode == 0, done.stdout[-2000:]
+    assert done.rc == 0, done.stdout[-2000:]
 
 
 def test_a_limited_play_without_sources_is_refused(tmp_path):
     done = run(tmp_path, ALL, "--limit", "node1,node2")
-    assert done.returncode != 0
+    assert done.rc != 0
     assert "--limit node1,node2" in done.stdout and "nccl_network_sources" in done.stdout
 
 
 def test_a_limited_play_with_sources_passes(tmp_path):
     done = run(tmp_path, ALL, "--limit", "node1", variables={"nccl_network_sources": ["198.19.0.0/24"]})
-    assert done.returncode == 0, done.stdout[-2000:]
+    assert done.rc == 0, done.stdout[-2000:]
 
 
 def test_a_host_without_cluster_address_is_named_by_the_others(tmp_path):
     done = run(tmp_path, {**ALL, "node3": {}})
-    assert done.returncode != 0
+    assert done.rc != 0
     assert "node3 failed or has no cluster address" in done.stdout
     recap = done.stdout.split("PLAY RECAP")[1]
     assert all(f"{node} " in recap for node in ALL) and recap.count("failed=1") == 3  # node1, node2 stop too
@@ -68,19 +65,16 @@ def test_a_host_without_cluster_address_is_named_by_the_others(tmp_path):
 
 def test_absent_needs_no_addresses(tmp_path):
     done = run(tmp_path, {"node1": {}}, "--limit", "node1", variables={"nccl_network_state": "absent"})
-    assert done.returncode == 0, done.stdout[-2000:]
+    assert done.rc == 0, done.stdout[-2000:]
 
 
 def test_the_facts_say_the_firewall_step_did_not_run_when_tags_leave_it_out(tmp_path):
     # The install step alone, with nothing to install: the report still runs and records the facts.
     done = run(tmp_path, {"node1": host(1)}, "--check", tags=("--tags", "nccl_network_install"),
-               variables={"nccl_network_install_packages": False},
-               env_extra={"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json"})
-    assert done.returncode == 0, done.stdout[-2000:]
-    tasks = [task for play in json.loads(done.stdout)["plays"] for task in play["tasks"]]
-    recorded = [task["hosts"]["node1"]["ansible_facts"]["ncclkit_network"] for task in tasks
-                if task["task"]["name"].endswith("Record ncclkit_network for the roles that follow")]
-    assert recorded and recorded[0]["firewall"] == "not run" and recorded[0]["passed"] is None
+               variables={"nccl_network_install_packages": False}, structured=True)
+    assert done.rc == 0, done.stdout[-2000:]
+    recorded = done.task("Record ncclkit_network for the roles that follow")["node1"]["ansible_facts"]
+    assert recorded["ncclkit_network"]["firewall"] == "not run" and recorded["ncclkit_network"]["passed"] is None
 
 
 def test_sshd_listening_inside_the_range_is_refused_though_the_controller_dials_22(tmp_path):
@@ -88,17 +82,17 @@ def test_sshd_listening_inside_the_range_is_refused_though_the_controller_dials_
     nat = {"SSH_CONNECTION": "203.0.113.5 51234 10.0.0.11 40022"}
     done = run(tmp_path, {"node1": host(1)}, "--limit", "node1", env_extra=nat,
                variables={"nccl_network_sources": ["198.19.0.0/24"]})
-    assert done.returncode != 0 and "SSH port 40022 (sshd's port" in done.stdout and "among NCCL's ports" in done.stdout
+    assert done.rc != 0 and "SSH port 40022 (sshd's port" in done.stdout and "among NCCL's ports" in done.stdout
     outside = {"SSH_CONNECTION": "203.0.113.5 51234 10.0.0.11 2222"}
     done = run(tmp_path, {"node1": host(1)}, "--limit", "node1", env_extra=outside,
                variables={"nccl_network_sources": ["198.19.0.0/24"]})
-    assert done.returncode == 0, done.stdout[-2000:]
+    assert done.rc == 0, done.stdout[-2000:]
 
 
 def test_the_port_the_controller_dials_is_checked_without_ssh_connection(tmp_path):
     done = run(tmp_path, {"node1": {**host(1), "ansible_port": 29500}}, "--limit", "node1",
                variables={"nccl_network_sources": ["198.19.0.0/24"]})
-    assert done.returncode != 0 and "SSH port 29500 (sshd's port" in done.stdout
+    assert done.rc != 0 and "SSH port 29500 (sshd's port" in done.stdout
 
 
 def test_a_gateway_port_inside_the_range_is_not_the_hosts_own(tmp_path):
@@ -106,4 +100,4 @@ def test_a_gateway_port_inside_the_range_is_not_the_hosts_own(tmp_path):
     gateway = {"SSH_CONNECTION": "203.0.113.5 51234 10.0.0.11 22"}
     done = run(tmp_path, {"node1": {**host(1), "ansible_port": 41022}}, "--limit", "node1",
                env_extra=gateway, variables={"nccl_network_sources": ["198.19.0.0/24"]})
-    assert done.returncode == 0, done.stdout[-2000:]
+    assert done.rc == 0, done.stdout[-2000:]

@@ -5,14 +5,13 @@ facts (a library path, a version) reach the scripts quoted."""
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from lab_playbook import play
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROFILE = ["ncclkit-torchrun.j2", "ncclkit-mpirun.j2", "ncclkit-env.j2", "ncclkit.sh.j2", "nccl.env.j2",
@@ -63,13 +62,10 @@ def rendered(tmp_path_factory):
                                                             "vars": COMMON}}))
     templates = [{"src": str(REPO_ROOT / "roles/nccl_profile/templates" / name)} for name in PROFILE]
     templates.append({"src": str(REPO_ROOT / "roles/nccl_tests/templates/build.sh.j2")})
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
-           "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_LOCALHOST_WARNING": "0",
-           "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0"}
-    done = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(work / "hosts.yml"),
-                           str(work / "play.yml"), "-e", json.dumps({"out": str(work), "templates": templates})],
-                          capture_output=True, text=True, cwd=work, env=env, timeout=120, check=False)
-    results = json.loads(done.stdout)["plays"][0]["tasks"][0]["hosts"]
+    done = play(work / "hosts.yml", str(work / "play.yml"), {"out": str(work), "templates": templates},
+                env={"ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0"}, cwd=work,
+                timeout=120, structured=True)
+    results = done.task("Render")
     return work, {host: {Path(item["item"]["src"]).name: item for item in result["results"]}
                   for host, result in results.items()}
 

@@ -6,11 +6,11 @@ Everything here reads; nothing is written or started except short read-only comm
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 from typing import Callable, Dict, List, Optional
 
+from .container_facts import shm_bytes
 from .host_command import run_command
 
 # Where a process can get its environment from, as nccl_profile writes them (docs/profile.md).
@@ -83,14 +83,6 @@ def memlock_kib() -> Optional[int]:
     import resource
     soft, dummy = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     return None if soft == resource.RLIM_INFINITY else soft // 1024
-
-
-def shm_bytes(path: str = "/dev/shm") -> Optional[int]:
-    try:
-        stat = os.statvfs(path)
-    except OSError:
-        return None
-    return stat.f_blocks * stat.f_frsize
 
 
 def kernel_log(command=run_command) -> dict:

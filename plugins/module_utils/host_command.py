@@ -1,4 +1,5 @@
-"""Run a host command with a time limit: the one runner of nccl_firewall and nccl_reachability.
+"""Run a host command with a time limit: the one runner of the modules' host commands
+(nccl_firewall, nccl_reachability, the survey's checks and toolchain search).
 
 Python 3.8+ standard library. AnsibleModule.run_command has no time limit, and a firewall tool
 that waits on a hung D-Bus would hold the play forever.
@@ -9,24 +10,35 @@ from __future__ import annotations
 import subprocess
 
 MISSING = 127
-TIMED_OUT = 124
+NOT_STARTED = 126   # found but not runnable (no permission, not an executable), as a shell says
+TIMED_OUT = 124     # stopped at its timeout, as timeout(1) says
 
 
 class CommandTimeout(RuntimeError):
     """A command ran past its time limit; the message names it."""
 
 
-def run_command(argv, timeout, data=None, raise_timeout=False):
-    """argv -> (rc, stdout, stderr); rc 127 when the command is missing, 124 on timeout (or
-    CommandTimeout with `raise_timeout`). `data` goes to the command's standard input."""
+def run_command(argv, timeout, data=None, raise_timeout=False, merge_stderr=False):
+    """argv -> (rc, stdout, stderr); rc 127 when the command is missing, 126 when it cannot be
+    started, 124 on timeout with what it printed until then (or CommandTimeout with
+    `raise_timeout`). `data` goes to the command's standard input (else it reads nothing);
+    `merge_stderr` puts its stderr into stdout, in the order printed."""
     try:
-        done = subprocess.run(argv, input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              timeout=timeout, check=False)
+        done = subprocess.run(argv, input=data, stdin=None if data is not None else subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+                              text=True, errors="replace", timeout=timeout, check=False)
     except FileNotFoundError:
         return MISSING, "", f"{argv[0]}: command not found"
-    except subprocess.TimeoutExpired:
+    except OSError as error:
+        return NOT_STARTED, "", f"{argv[0]}: {error.strerror or error}"
+    except subprocess.TimeoutExpired as expired:
         message = f"`{' '.join(argv)}` did not finish within {timeout} s"
         if raise_timeout:
             raise CommandTimeout(message) from None
-        return TIMED_OUT, "", message
-    return done.returncode, done.stdout, done.stderr
+        return TIMED_OUT, _text(expired.stdout), message
+    return done.returncode, done.stdout, done.stderr or ""
+
+
+def _text(printed):
+    # TimeoutExpired keeps bytes even for a text-mode run.
+    return printed.decode(errors="replace") if isinstance(printed, bytes) else printed or ""

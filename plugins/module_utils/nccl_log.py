@@ -129,12 +129,16 @@ def _read_data(log, source: str, data, max_bytes: int) -> None:
         log.add(source, line)
 
 
+# The fix for a log that cannot be opened or read, after the system's reason.
+READ_FIX = "; check the path and that the user running this can read it"
+
+
 def _read_stream(log, source: str, path, budget: list) -> None:
     """A file (path or open binary object), line by line, within budget[0] bytes for all files."""
     try:
         handle = path if hasattr(path, "read") else open(path, "rb")
     except (OSError, ValueError) as error:
-        raise NcclLogError(f"{source}: cannot read: {getattr(error, 'strerror', None) or error}") from None
+        raise NcclLogError(f"{source}: cannot read: {getattr(error, 'strerror', None) or error}{READ_FIX}") from None
     reader = StreamReader(handle, source, budget[0])
     try:
         if reader.empty():
@@ -150,7 +154,7 @@ def _read_stream(log, source: str, path, budget: list) -> None:
                 log.add(source, line)
         log.notes.extend(reader.notes)
     except OSError as error:
-        raise NcclLogError(f"{source}: cannot read: {error.strerror or error}") from None
+        raise NcclLogError(f"{source}: cannot read: {error.strerror or error}{READ_FIX}") from None
     finally:
         budget[0] -= reader.size
         if handle is not path:

@@ -1,7 +1,7 @@
 """Find what a host has for building and running NCCL programs: the GPUs' compute capabilities, the
 CUDA toolkit, the NCCL that PyTorch loads (else the system's, else a given folder) and Open MPI.
 
-Pure Python (os, glob, re, shutil, subprocess), no Ansible: any module can call
+Pure Python (os, glob, re, shutil; commands through host_command), no Ansible: any module can call
 ``detect_toolchain(params)``. It only reads, and every command it runs is an argv list with a
 timeout. The result holds the four facts ncclkit_gpu_capabilities, ncclkit_cuda, ncclkit_nccl and
 ncclkit_mpi; a piece not found has ``found`` (``present``) false and a hint on how to get it.
@@ -13,12 +13,13 @@ import glob
 import os
 import re
 import shutil
-import subprocess
+
+from ansible_collections.ncclkit.cluster.plugins.module_utils import host_command
 
 # Seconds one command may take; a hung driver (nvidia-smi) or a slow network file system must not
 # stall the play.
 TIMEOUT_S = 60
-TIMED_OUT = 124  # the exit status reported for a command stopped at its timeout, as timeout(1) does
+TIMED_OUT = host_command.TIMED_OUT
 
 DEFAULTS = {
     "cuda_home": "",
@@ -105,21 +106,10 @@ _GLOB_CHARS = re.compile(r"[*?[]")
 
 
 def run_command(argv, timeout=TIMEOUT_S, stdin_text=None, merge_stderr=False):
-    """Runs argv (no shell) and returns (exit status, stdout). A program that cannot be started
-    gives 127 (not found) or 126; one stopped at its timeout gives 124 with what it printed."""
-    feed = {"input": stdin_text} if stdin_text is not None else {"stdin": subprocess.DEVNULL}
-    try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, timeout=timeout, check=False,
-                              stderr=subprocess.STDOUT if merge_stderr else subprocess.DEVNULL,
-                              text=True, errors="replace", **feed)
-    except FileNotFoundError:
-        return 127, ""
-    except OSError:
-        return 126, ""
-    except subprocess.TimeoutExpired as expired:
-        out = expired.stdout or ""
-        return TIMED_OUT, out.decode(errors="replace") if isinstance(out, bytes) else out
-    return proc.returncode, proc.stdout
+    """host_command.run_command's (exit status, stdout), stderr dropped unless merged: what the
+    search reads. 127 not found, 126 not runnable, 124 stopped at the timeout with what it printed."""
+    rc, out, dummy = host_command.run_command(argv, timeout, data=stdin_text, merge_stderr=merge_stderr)
+    return rc, out
 
 
 def detect_toolchain(params, run=run_command):

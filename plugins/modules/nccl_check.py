@@ -18,6 +18,9 @@ description:
     reachability prober of nccl_reachability.
   - The filter P(ncclkit.cluster.nccl_check_judge#filter) then turns every host's view into
     findings, once, on the controller.
+  - C(nccl_preflight) (and so C(ncclkit check)) no longer runs V(gather) - it reads the same view
+    in its one M(ncclkit.cluster.nccl_host_survey) run (C(check=true), returned as C(check_view)),
+    then runs V(probe) here. V(gather) stays for playbooks of one's own.
   - Changes nothing on the hosts.
 version_added: 0.2.0
 author: ncclkit maintainers (!UNKNOWN)

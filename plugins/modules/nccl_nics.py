@@ -15,6 +15,9 @@ description:
     default route of the main table.
   - Needs no iproute2, which many GPU container images (AutoDL's among them) lack.
   - Only reads; it changes nothing on the host.
+  - The roles no longer call this module - C(nccl_preflight) reads the NICs, with the rest of the
+    host, in one M(ncclkit.cluster.nccl_host_survey) run (same reader, same list). It stays for
+    playbooks of one's own that want the NICs alone.
 version_added: 0.1.0
 author: ncclkit maintainers (!UNKNOWN)
 options: {}

@@ -7,20 +7,17 @@ machine's own namespace never gets the address and never sends to it.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from lab_playbook import lab_cluster
+from lab_playbook import lab_cluster, play
 
 from .conftest import (
     REGION,
-    REPO_ROOT,
-    aws_env,
     group_rules,
     make_cluster,
+    playbook_env,
     rule_entries,
 )
 
@@ -55,19 +52,11 @@ def run_site(inventory: Path, moto_url: str, credentials: dict, mode: str, *args
     (inventory / "group_vars" / "all.yml").write_text(
         f"ncclkit_cloud: aws\ncloud_aws_region: {REGION}\ncloud_aws_endpoint_url: {moto_url}\n"
         f"cloud_aws_mode: {mode}\n")
-    env = {**aws_env(credentials), "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
-           "ANSIBLE_CALLBACK_RESULT_FORMAT": "json", "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0",
-           "PYTHONPATH": f"{REPO_ROOT / 'src'}:{REPO_ROOT / 'collections'}"}
-    if log:
-        env["ANSIBLE_LOG_PATH"] = str(log)
     # The report folder goes next to the inventory, where the leak test reads it.
     variables = {"ansible_python_interpreter": sys.executable,
                  "ncclkit_report_parent": str(inventory / "reports"), **(extra or {})}
-    started = time.monotonic()
-    done = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "site.yml", "-i", str(inventory),
-                           "-e", json.dumps(variables), *args],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
-    return done.returncode, done.stdout + done.stderr, time.monotonic() - started
+    done = play(inventory, "site.yml", variables, env=playbook_env(credentials, log), args=args, timeout=600)
+    return done.rc, done.stdout, done.seconds
 
 
 def task_status(output: str, task: str) -> list[str]:

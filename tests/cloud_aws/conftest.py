@@ -6,9 +6,7 @@ nothing falls back to the instance metadata address; the only endpoint is 127.0.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import secrets
 import socket
 import subprocess
@@ -18,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from lab_playbook import play
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = Path(__file__).with_name("controller.yml")
 REGION = "us-east-1"
-RECAP_LINE = re.compile(r"^(\S+)\s+:\s+((?:\w+=\d+\s*)+)$")
 
 
 def free_port() -> int:
@@ -47,6 +45,14 @@ def aws_env(credentials: dict) -> dict:
                AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null",
                NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
     return env
+
+
+def playbook_env(credentials: dict, log: Path | None = None) -> dict:
+    """lab_playbook.play's `env` for a run with these credentials only: aws_env leaves out this
+    process's AWS_* and proxy variables, and a None value takes them out of the run's environment."""
+    return {**dict.fromkeys(os.environ), **aws_env(credentials), "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
+            "PYTHONPATH": f"{REPO_ROOT / 'src'}:{REPO_ROOT / 'collections'}",
+            **({"ANSIBLE_LOG_PATH": str(log)} if log else {})}
 
 
 @pytest.fixture(scope="session")
@@ -155,24 +161,6 @@ def write_inventory(path: Path, instances: list[str]) -> Path:
 
 def run_role(inventory: Path, moto_url: str, credentials: dict, *args: str, extra: dict | None = None,
              log: Path | None = None) -> Run:
-    env = aws_env(credentials)
-    env.update(ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_CALLBACK_RESULT_FORMAT="json",
-               PYTHONPATH=f"{REPO_ROOT / 'src'}:{REPO_ROOT / 'collections'}")
-    if log:
-        env["ANSIBLE_LOG_PATH"] = str(log)
     variables = {"cloud_aws_endpoint_url": moto_url, "cloud_aws_region": REGION, **(extra or {})}
-    extra_args = []
-    for key, value in variables.items():
-        extra_args += ["-e", f"{key}={value}"] if isinstance(value, str) else ["-e", json.dumps({key: value})]
-    started = time.monotonic()
-    done = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), str(PLAYBOOK),
-                           "-i", str(inventory), *extra_args, *args],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
-    run = Run(done.returncode, done.stdout + done.stderr, time.monotonic() - started)
-    in_recap = False
-    for line in run.output.splitlines():
-        in_recap = in_recap or line.startswith("PLAY RECAP")
-        if in_recap and (m := RECAP_LINE.match(line.strip())):
-            run.recap[m.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
-    return run
+    done = play(inventory, str(PLAYBOOK), variables, env=playbook_env(credentials, log), args=args, timeout=300)
+    return Run(done.rc, done.stdout, done.seconds, done.recap)

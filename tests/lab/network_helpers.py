@@ -2,88 +2,45 @@
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from lab_helpers import leftovers
+from lab_playbook import Played, lab_cluster
+from lab_playbook import play as run_playbook
 
 from ncclkit.lab import Lab
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = Path(__file__).parent / "playbooks" / "network.yml"
 # The tools are on the host already (nodes share /usr); the tests skip the package step.
 FAST = {"nccl_network_install_packages": False, "nccl_network_iperf3": False}
 
 
 @contextmanager
-def lab_with_outsider(index: int, nodes: int, inventory: Path, setups=None):
-    """Lab `index` with `nodes` nodes and an outsider, each node after its setup script; removed
-    completely afterwards. `lab.inventory` is its inventory."""
-    lab = Lab(index)
-    lab.down()   # whatever an interrupted earlier run left
-    lab.up(nodes=nodes, outsider=True, inventory_path=inventory)
-    lab.inventory = inventory
-    try:
+def lab_with_outsider(index: int, nodes: int, folder: Path, setups=None):
+    """Lab `index` (lab_playbook's lab_cluster) with `nodes` nodes and an outsider, each node after
+    its setup script; removed completely afterwards. `lab.inventory` is its inventory, in `folder`."""
+    with contextmanager(lab_cluster)(index, folder, nodes=nodes, outsider=True) as lab:
+        lab.inventory = folder / "hosts.yml"
         for node, script in (setups or {}).items():
             sh(lab, node, script)
         yield lab
-    finally:
-        lab.down()
-    assert leftovers(index, inventory) == []
-
-
-class Play:
-    def __init__(self, process: subprocess.CompletedProcess, seconds: float):
-        self.rc = process.returncode
-        self.stdout = process.stdout
-        self.stderr = process.stderr
-        self.seconds = seconds
-        self.json = json.loads(process.stdout) if process.stdout.lstrip().startswith("{") else None
-
-    def changed(self) -> dict:
-        return {host: stats["changed"] for host, stats in self.json["stats"].items()}
-
-    def _tasks(self, name):
-        # The json callback names a role's task "role : name".
-        return [task for play in self.json["plays"] for task in play["tasks"]
-                if task["task"]["name"] == name or task["task"]["name"].endswith(f" : {name}")]
-
-    def task(self, name: str) -> dict:
-        """host -> result of the last task with this name."""
-        found = self._tasks(name)
-        return found[-1]["hosts"] if found else {}
-
-    def duration(self, first: str, last: str) -> float:
-        """Seconds from the start of task `first` to the end of task `last`."""
-        start = self._tasks(first)[0]["task"]["duration"]["start"]
-        end = self._tasks(last)[-1]["task"]["duration"]["end"]
-        return _seconds(end) - _seconds(start)
-
-    def facts(self, host: str) -> dict:
-        return self.task("Record ncclkit_network for the roles that follow")[host]["ansible_facts"]["ncclkit_network"]
-
-
-def _seconds(stamp: str) -> float:
-    from datetime import datetime
-    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+    assert leftovers(index, folder / "hosts.yml") == []
 
 
 def play(inventory: Path, *args: str, variables: dict | None = None, structured: bool = True,
-         timeout: int = 240) -> Play:
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_DEPRECATION_WARNINGS": "0"}
-    if structured:
-        env["ANSIBLE_STDOUT_CALLBACK"] = "ansible.posix.json"
-    argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), str(PLAYBOOK),
-            "-e", json.dumps({**FAST, **(variables or {})}), *args]
-    start = time.monotonic()
-    process = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT, env=env, check=False)
-    return Play(process, time.monotonic() - start)
+         timeout: int = 240) -> Played:
+    """The test playbook (nccl_preflight, nccl_network) through lab_playbook's runner, the package
+    step skipped; structured (json callback) unless the test reads the text output."""
+    return run_playbook(inventory, str(PLAYBOOK), {**FAST, **(variables or {})}, args=args, timeout=timeout,
+                        structured=structured)
+
+
+def facts(result: Played, host: str) -> dict:
+    """The ncclkit_network fact that the run recorded on `host`."""
+    return result.task("Record ncclkit_network for the roles that follow")[host]["ansible_facts"]["ncclkit_network"]
 
 
 def sh(lab: Lab, node: str, script: str, check: bool = True) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from lab_helpers import needs_root
 from lab_indices import lab_index
-from network_helpers import Listeners, lab_with_outsider, play, reachable, sh
+from network_helpers import Listeners, facts, lab_with_outsider, play, reachable, sh
 
 pytestmark = [pytest.mark.lab, needs_root]
 
@@ -50,9 +50,9 @@ FIREWALL_ONLY = ("--tags", "nccl_preflight,nccl_network_firewall")
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    inventory = tmp_path_factory.mktemp(f"lab{INDEX}") / "hosts.yml"
+    folder = tmp_path_factory.mktemp(f"lab{INDEX}")
     setups = {node: SETUPS[backend] for node, backend in BACKENDS.items()}
-    with lab_with_outsider(INDEX, len(BACKENDS), inventory, setups) as lab:
+    with lab_with_outsider(INDEX, len(BACKENDS), folder, setups) as lab:
         yield lab
 
 
@@ -82,9 +82,9 @@ def test_a_default_drop_nftables_chain_is_refused_before_any_change(lab):
 def test_each_backend_admits_the_cluster_only(lab):
     result = play(lab.inventory, variables=CHAINS)
     assert result.rc == 0, result.stdout[-3000:]
-    assert {node: result.facts(node)["firewall"] for node in BACKENDS} == BACKENDS
+    assert {node: facts(result, node)["firewall"] for node in BACKENDS} == BACKENDS
     # Ring neighbours and the first host: 2 + 2 + 3 + 2 probed pairs.
-    assert result.facts("node1")["passed"] and len(result.facts("node1")["reachability"]) == 9
+    assert facts(result, "node1")["passed"] and len(facts(result, "node1")["reachability"]) == 9
     listeners = Listeners(lab, BACKENDS, NCCL_PORTS + [8080])
     try:
         for node in BACKENDS:

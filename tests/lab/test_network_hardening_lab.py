@@ -30,8 +30,8 @@ START_RANGE = "40000 50000"
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    inventory = tmp_path_factory.mktemp(f"lab{INDEX}") / "hosts.yml"
-    with lab_with_outsider(INDEX, 2, inventory, dict.fromkeys(NODES, f"sysctl -qw {KEY}='{START_RANGE}'")) as lab:
+    folder = tmp_path_factory.mktemp(f"lab{INDEX}")
+    with lab_with_outsider(INDEX, 2, folder, dict.fromkeys(NODES, f"sysctl -qw {KEY}='{START_RANGE}'")) as lab:
         yield lab
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from lab_helpers import needs_root
 from lab_indices import lab_index
-from network_helpers import Listeners, lab_with_outsider, play, reachable, sh
+from network_helpers import Listeners, facts, lab_with_outsider, play, reachable, sh
 
 pytestmark = [pytest.mark.lab, needs_root]
 
@@ -20,8 +20,8 @@ NCCLKIT_FILES = "/etc/ncclkit /etc/sysctl.d/99-zz-ncclkit-nccl.conf /etc/systemd
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    inventory = tmp_path_factory.mktemp(f"lab{INDEX}") / "hosts.yml"
-    with lab_with_outsider(INDEX, 2, inventory, dict.fromkeys(NODES, f"nft '{USER_TABLE}'")) as lab:
+    folder = tmp_path_factory.mktemp(f"lab{INDEX}")
+    with lab_with_outsider(INDEX, 2, folder, dict.fromkeys(NODES, f"nft '{USER_TABLE}'")) as lab:
         yield lab
 
 
@@ -58,10 +58,10 @@ def test_the_cluster_nic_is_eth1_although_the_hostname_resolves_to_eth0(lab, con
 
 
 def test_the_cluster_reaches_nccl_ports_and_the_outsider_does_not(lab, converged):
-    facts = converged.facts("node1")
-    assert facts["passed"] and facts["firewall"] == "nftables" and facts["port_range"] == [32768, 60999]
-    assert {(row["source"], row["target"]) for row in facts["reachability"]} == {("node1", "node2"),
-                                                                                 ("node2", "node1")}
+    network = facts(converged, "node1")
+    assert network["passed"] and network["firewall"] == "nftables" and network["port_range"] == [32768, 60999]
+    assert {(row["source"], row["target"]) for row in network["reachability"]} == {("node1", "node2"),
+                                                                                   ("node2", "node1")}
     listeners = Listeners(lab, NODES, NCCL_PORTS + [8080])
     try:
         assert reachable(lab, "node1", private_ip("node2"), NCCL_PORTS) == dict.fromkeys(NCCL_PORTS, True)
@@ -94,7 +94,7 @@ def test_a_port_blocked_by_hand_fails_the_check_naming_the_host_and_firewall(lab
     finally:
         sh(lab, "node2", "nft delete table inet handblock")
     assert result.rc != 0
-    verdicts = result.facts("node1")["verdicts"]
+    verdicts = facts(result, "node1")["verdicts"]
     assert [(v["code"], v["source"], v["target"], v["ports"]) for v in verdicts] == [
         ("ports_dropped", "node1", "node2", [46883])]
     assert verdicts[0]["firewalls"] == ["nftables"]
@@ -124,7 +124,7 @@ def test_the_public_nic_is_named_as_the_wrong_nic(lab, converged):
     result = play(lab.inventory, "--tags", "nccl_preflight,nccl_network_diagnose",
                   variables={"nccl_preflight_ifname": "eth0"})
     assert result.rc != 0
-    verdicts = result.facts("node2")["verdicts"]
+    verdicts = facts(result, "node2")["verdicts"]
     assert [(v["code"], v["source"], v["target"]) for v in verdicts] == [("wrong_nic", "node1", "node2"),
                                                                          ("wrong_nic", "node2", "node1")]
     assert "node2 answers node1 at 198.19.20.12 (eth1) but not at its cluster address 198.18.20.12 (eth0)" \

@@ -11,12 +11,12 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from lab_playbook import play
 
 from . import fakes
 
@@ -83,13 +83,10 @@ def write_inventory(path: Path, hosts: dict[str, dict]) -> Path:
     return path
 
 
-def ansible_argv(inventory: Path, check: bool = False, limit: str | None = None) -> list[str]:
-    argv = [_ansible_playbook(), "-i", str(inventory), str(PLAYBOOK)]
-    if check:
-        argv.append("--check")
-    if limit:
-        argv += ["--limit", limit]
-    return argv
+def ansible_argv(inventory: Path) -> list[str]:
+    """The role's playbook as a command, for the one test that kills it mid-run (lab_playbook.play
+    waits for the end)."""
+    return [_ansible_playbook(), "-i", str(inventory), str(PLAYBOOK)]
 
 
 def ansible_env(**more: str) -> dict[str, str]:
@@ -111,10 +108,9 @@ def ansible_env(**more: str) -> dict[str, str]:
 
 def run_role(inventory: Path, check: bool = False, limit: str | None = None, timeout: int = 300,
              **env: str) -> Run:
-    proc = subprocess.run(ansible_argv(inventory, check, limit), cwd=REPO_ROOT, env=ansible_env(**env),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=timeout, check=False)
-    return Run(proc.returncode, proc.stdout, parse_recap(proc.stdout), facts=parse_facts(proc.stdout))
+    args = (*(["--check"] if check else []), *(["--limit", limit] if limit else []))
+    done = play(inventory, str(PLAYBOOK), env=ansible_env(**env), args=args, timeout=timeout)
+    return Run(done.rc, done.stdout, parse_recap(done.stdout), facts=parse_facts(done.stdout))
 
 
 @dataclass

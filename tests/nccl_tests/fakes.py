@@ -16,7 +16,7 @@ CUDA, NCCL, MPI or GitHub.
   (``nvidia/nccl/include/nccl.h``, ``nvidia/nccl/lib/libnccl.so.2`` and no ``libnccl.so``).
 - ``make_fake_nccl_home``: a plain NCCL folder (``include/``, ``lib/``) for a user path.
 - ``make_fake_openmpi``: Debian's Open MPI layout (``usr/lib/x86_64-linux-gnu/openmpi``) and an
-  ``mpicc`` that answers ``--showme:incdirs/libdirs/version``.
+  ``mpicc`` (``make_fake_mpicc``, also used alone) that answers ``--showme:incdirs/libdirs/version``.
 
 Run as a script (``python tests/nccl_tests/fakes.py DIR``) to lay all of them out in DIR.
 """
@@ -224,16 +224,22 @@ def make_fake_openmpi(root: Path) -> tuple[Path, Path]:
     (lib / "libmpi.so.40").symlink_to("libmpi.so.40.30.4")
     (lib / "libmpi.so").symlink_to("libmpi.so.40.30.4")
     bindir = root / "usr" / "bin"
-    _exe(bindir / "mpicc", textwrap.dedent(f"""\
+    make_fake_mpicc(bindir / "mpicc", home)
+    return home, bindir
+
+
+def make_fake_mpicc(path: Path, home: Path, version: str = "4.1.4") -> Path:
+    """An Open MPI ``mpicc`` of ``home`` (Debian's layout: include/, include/openmpi/, lib/) that
+    answers ``--showme:incdirs/libdirs/version`` and nothing else."""
+    return _exe(path, textwrap.dedent(f"""\
         #!/bin/sh
         case "$1" in
           --showme:incdirs) echo "{home}/include {home}/include/openmpi" ;;
-          --showme:libdirs) echo "{lib}" ;;
-          --showme:version) echo "mpicc: Open MPI 4.1.4 (Language: C)" ;;
+          --showme:libdirs) echo "{home}/lib" ;;
+          --showme:version) echo "mpicc: Open MPI {version} (Language: C)" ;;
           *) echo "fake mpicc: $*" >&2; exit 1 ;;
         esac
         """))
-    return home, bindir
 
 
 def make_tarball(tree: Path, dest: Path, prefix: str) -> Path:

@@ -455,8 +455,10 @@ def test_unusable_input_raises_nccl_log_error(bad, message):
 
 
 def test_unreadable_files_raise_nccl_log_error(tmp_path):
-    with pytest.raises(NcclLogError, match="cannot read"):
+    with pytest.raises(NcclLogError) as missing:
         read_nccl_log_files([tmp_path / "missing.log"])
+    assert str(missing.value) == (f"{tmp_path / 'missing.log'}: cannot read: No such file or directory; "
+                                  "check the path and that the user running this can read it")
     with pytest.raises(NcclLogError, match="directory"):
         read_nccl_log_files(tmp_path)
     with pytest.raises(NcclLogError, match="expected a file path"):

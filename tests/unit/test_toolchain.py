@@ -10,11 +10,13 @@ import sys
 import textwrap
 
 import pytest
+import yaml
 from ansible.module_utils.testing import patch_module_args
+from nccl_tests.fakes import make_fake_mpicc
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils import toolchain as tc
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_toolchain
-from conftest import SAMPLES
+from conftest import REPO_ROOT, SAMPLES
 
 FACTS = ("ncclkit_gpu_capabilities", "ncclkit_cuda", "ncclkit_nccl", "ncclkit_mpi")
 
@@ -94,16 +96,7 @@ def fake_openmpi(root, version="4.1.6"):
     home = root / "usr" / "lib" / "x86_64-linux-gnu" / "openmpi"
     touch(home / "include" / "mpi.h")
     touch(home / "lib" / "libmpi.so")
-    mpicc = exe(root / "usr" / "bin" / "mpicc", f"""
-        #!/bin/sh
-        case "$1" in
-          --showme:incdirs) echo "{home}/include {home}/include/openmpi" ;;
-          --showme:libdirs) echo "{home}/lib" ;;
-          --showme:version) echo "mpicc: Open MPI {version} (Language: C)" ;;
-          *) exit 1 ;;
-        esac
-        """)
-    return home, mpicc
+    return home, make_fake_mpicc(root / "usr" / "bin" / "mpicc", home, version)
 
 
 def fake_smi(path, text, rc=0):
@@ -430,3 +423,24 @@ def test_the_h200_recording_matches_what_the_former_shell_found_there():
     assert compared == 15
     assert sample["ncclkit_gpu_capabilities"]["capabilities"] == old["gpu.caps"].split(",")
     assert sample["ncclkit_nccl"]["dev_link"] == old.get("nccl.dev_link", "")
+
+
+# --- the search's options, documented once (doc fragment toolchain_search) -------------------
+
+def test_the_search_options_are_documented_once_for_both_modules():
+    """nccl_toolchain's options and nccl_host_survey's `toolchain` suboptions come from one
+    fragment text, matching the shared argument spec (sanity's validate-modules checks the same,
+    slowly)."""
+    from ansible_collections.ncclkit.cluster.plugins.doc_fragments.toolchain_search import ModuleDocFragment
+    top = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
+    survey = yaml.safe_load(ModuleDocFragment.SURVEY)["options"]["toolchain"]
+    spec = {name: {key: value for key, value in option.items() if key != "description"} for name, option in top.items()}
+    assert spec == tc.SEARCH_OPTIONS
+    assert survey["type"] == "dict" and survey["default"] == {}
+    assert {name: option["description"] for name, option in survey["suboptions"].items()} == {
+        name: [line.replace("O(", "O(toolchain.") for line in option["description"]]
+        if isinstance(option["description"], list) else option["description"].replace("O(", "O(toolchain.")
+        for name, option in top.items()}
+    for module in ("nccl_toolchain", "nccl_host_survey"):
+        text = (REPO_ROOT / "plugins" / "modules" / f"{module}.py").read_text()
+        assert "The CUDA toolkit's folder (holding" not in text, f"{module} documents the search options again"
