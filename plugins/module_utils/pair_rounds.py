@@ -1,0 +1,154 @@
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
+"""Finding the slow node: pairwise runs in rounds, and whom their figures blame.
+
+Pure Python 3.8+ standard library; deterministic (the same hosts give the same plan on every
+host and every run).
+
+Planning (`plan_rounds`): the circle method. Host 0 stays put and the others turn one place per
+round, so every round is a perfect matching (each host in one pair, all pairs run at once) and no
+two rounds repeat a pair. With an odd number of hosts a placeholder joins the circle: its partner
+sits that round out, a different host each round. Three rounds (fewer where there are fewer
+hosts) give each host up to three distinct partners: a node that is slow with all of them is told
+apart from its partners, each of which has fast pairs too, even when two nodes are slow and meet
+each other once. Planning a round is O(N); the rounds are O(1).
+
+Blame (`blame`): the reference is the median over hosts of each host's best pair, which stays at
+a healthy figure while fewer than half the hosts are slow (the median of all pairs would not:
+every pair of a slow node is slow). A pair is slow below `fraction` of it (or below `floor`,
+when given: the only test that means anything with two hosts). A host is slow when every pair it
+ran is slow; it is named when one of its partners is not slow itself. Suspects whose every partner
+is a suspect too (two hosts: one pair) cannot be told apart: they are reported as a group ("one of
+node0, node1").
+"""
+
+from __future__ import annotations
+
+from statistics import median
+
+DEFAULT_ROUNDS = 3
+DEFAULT_FRACTION = 0.5
+
+
+def plan_rounds(hosts, rounds=DEFAULT_ROUNDS):
+    """A list of rounds, each a list of [a, b] pairs (a serves, b is the client), for `hosts` in order."""
+    hosts = list(hosts)
+    if len(set(hosts)) != len(hosts):
+        raise ValueError("the hosts must be distinct, got {0}".format(hosts))
+    if int(rounds) < 1:
+        raise ValueError("rounds must be 1 or more, got {0}".format(rounds))
+    circle = hosts + [None] if len(hosts) % 2 else list(hosts)
+    size = len(circle)
+    plan = []
+    for number in range(min(int(rounds), max(size - 1, 0))):
+        # Position i of round r holds others[(i + r) mod (size - 1)]; position 0 holds host 0.
+        others = circle[1:]
+        turned = [circle[0]] + [others[(i + number) % (size - 1)] for i in range(size - 1)]
+        pairs = []
+        for i in range(size // 2):
+            a, b = turned[i], turned[size - 1 - i]
+            if a is None or b is None:
+                continue  # the partner of the placeholder sits this round out
+            # Alternate who serves, so that no host is the server in every round.
+            pairs.append([a, b] if (i + number) % 2 == 0 else [b, a])
+        plan.append(pairs)
+    return plan
+
+
+def host_roles(plan, host):
+    """Per round: {'role': 'server'|'client'|'idle', 'peer': name or ''} of `host`: what it does when."""
+    roles = []
+    for pairs in plan:
+        role = {"role": "idle", "peer": ""}
+        for a, b in pairs:
+            if host == a:
+                role = {"role": "server", "peer": b}
+            elif host == b:
+                role = {"role": "client", "peer": a}
+        roles.append(role)
+    return roles
+
+
+def blame(results, fraction=DEFAULT_FRACTION, floor=0.0, unit="Gbit/s"):
+    """Judge the pair results: a list of {'hosts': [a, b], 'value': float or None, 'error': str}.
+
+    A pair that failed (value None) counts as slow: a node that cannot finish a pair test is as
+    bad as a slow one. Returns a dict: reference, threshold, pairs (each with slow), slow_hosts,
+    groups (suspects that cannot be told apart), per_host (its values), reasons (one line each)
+    and passed.
+    """
+    if not 0 < float(fraction) <= 1:
+        raise ValueError("the fraction must be in (0, 1], got {0}".format(fraction))
+    pairs = [dict(result, hosts=list(result["hosts"])) for result in results]
+    values = {}
+    for pair in pairs:
+        for host in pair["hosts"]:
+            values.setdefault(host, []).append(pair.get("value"))
+    best = [max(value for value in host_values if value is not None)
+            for host_values in values.values() if any(value is not None for value in host_values)]
+    reference = median(best) if best else 0.0
+    threshold = max(float(fraction) * reference, float(floor))
+    for pair in pairs:
+        pair["slow"] = pair.get("value") is None or pair["value"] < threshold
+    suspects = sorted(host for host in values
+                      if all(pair["slow"] for pair in pairs if host in pair["hosts"]))
+    partners = {host: sorted({other for pair in pairs if host in pair["hosts"] for other in pair["hosts"]
+                              if other != host}) for host in suspects}
+    named = [host for host in suspects if any(partner not in suspects for partner in partners[host])]
+    groups = _groups([host for host in suspects if host not in named], partners)
+    reasons = []
+    for host in named:
+        reasons.append("{0} is slow: its pairs {1} vs median {2}".format(
+            host, _figures([pair for pair in pairs if host in pair["hosts"]], unit), _figure(reference, unit)))
+    for group in groups:
+        group_pairs = [pair for pair in pairs if set(pair["hosts"]) <= set(group)]
+        reasons.append("one of {0} is slow: {1} {2} below {3} and no other partner to tell them apart "
+                       "(add nodes, or test each against a known good node)".format(
+                           ", ".join(group), "their pair" if len(group_pairs) == 1 else "their pairs",
+                           _figures(group_pairs, unit), _figure(threshold, unit)))
+    blamed = set(named) | {host for group in groups for host in group}
+    for pair in pairs:
+        if pair["slow"] and not blamed & set(pair["hosts"]):
+            reasons.append("the link {0} - {1} is slow: {2} vs median {3} (both nodes are fast with others)".format(
+                pair["hosts"][0], pair["hosts"][1], _figures([pair], unit), _figure(reference, unit)))
+    return {"reference": reference, "threshold": threshold, "fraction": float(fraction), "floor": float(floor),
+            "unit": unit, "pairs": pairs, "slow_hosts": named, "groups": groups,
+            "per_host": {host: values[host] for host in sorted(values)}, "reasons": reasons,
+            "passed": not reasons}
+
+
+def _groups(hosts, partners):
+    """Connected groups of suspects that only met each other."""
+    left, groups = set(hosts), []
+    for host in hosts:
+        if host not in left:
+            continue
+        group, todo = set(), [host]
+        while todo:
+            current = todo.pop()
+            if current in group:
+                continue
+            group.add(current)
+            todo.extend(partner for partner in partners.get(current, []) if partner in left)
+        left -= group
+        groups.append(sorted(group))
+    return groups
+
+
+def _figure(value, unit):
+    return "failed" if value is None else "{0:.2f} {1}".format(value, unit)
+
+
+def _figures(pairs, unit):
+    figures = [_figure(pair.get("value"), unit).replace(" " + unit, "") for pair in pairs]
+    text = figures[0] if len(figures) == 1 else ", ".join(figures[:-1]) + " and " + figures[-1]
+    return text + ("" if text.endswith("failed") else " " + unit)
+
+
+def gpu_pair_argv(launcher, launcher_args, binary, pair, bench_args):
+    """all_reduce_perf across the two hosts of `pair`, one rank each (-g 1), through the profile's
+    launcher (ncclkit-mpirun, Open MPI style): the GPU form of a pair test."""
+    if len(pair) != 2 or pair[0] == pair[1]:
+        raise ValueError("a pair is two distinct hosts, got {0}".format(pair))
+    return ([str(launcher), *[str(arg) for arg in launcher_args], "-np", "2", "-H", "{0}:1,{1}:1".format(*pair),
+             str(binary), *[str(arg) for arg in bench_args], "-g", "1"])
