@@ -174,6 +174,8 @@ def build_report(data, created=None):
     reasons += ["{0}: no validation data: the host failed or was unreachable before nccl_validate "
                 "ran (see the play's output)".format(host) for host in missing]
     reasons += unrecorded_runs(data.get("plan") or {}, runs, missing, skipped)
+    # The slow-node search says who is to blame: last, so that it ends the play's message.
+    reasons += list((data.get("find_slow") or {}).get("reasons") or [])
     skipped = {host: record.get("skip_reason") for host, record in hosts.items()
                if record and not record.get("gpus")}
     if skipped:
@@ -222,8 +224,9 @@ def unrecorded_runs(plan, runs, missing, skipped=()):
 _DATA_TYPES = {"hosts": (dict, dict), "runs": (list, dict), "network": (dict, dict), "notes": (list, str),
                "adaptations": (dict, list),
                "settings": (dict, None), "plan": (dict, None),
-               "link_bandwidth": (list, dict), "autotune": (dict, None)}
-OPTIONAL_DATA = ("link_bandwidth", "autotune")
+               "link_bandwidth": (list, dict), "autotune": (dict, None),
+               "find_slow": (dict, None)}
+OPTIONAL_DATA = ("link_bandwidth", "autotune", "find_slow")
 
 
 def _check_data(data):

@@ -24,6 +24,7 @@ node0, node1").
 
 from __future__ import annotations
 
+import json
 from statistics import median
 
 DEFAULT_ROUNDS = 3
@@ -152,3 +153,44 @@ def gpu_pair_argv(launcher, launcher_args, binary, pair, bench_args):
         raise ValueError("a pair is two distinct hosts, got {0}".format(pair))
     return ([str(launcher), *[str(arg) for arg in launcher_args], "-np", "2", "-H", "{0}:1,{1}:1".format(*pair),
              str(binary), *[str(arg) for arg in bench_args], "-g", "1"])
+
+
+def iperf3_bidir_gbps(text):
+    """(forward, reverse) Gbit/s received in each direction of `iperf3 -c ... -J --bidir`; ValueError
+    with iperf3's own error when it reported one."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise ValueError("iperf3 printed no JSON: {0}".format(text.strip()[:200] or "nothing"))
+    if data.get("error"):
+        raise ValueError("iperf3: {0}".format(data["error"]))
+    end = data.get("end") or {}
+    try:
+        return (end["sum_received"]["bits_per_second"] / 1e9,
+                end["sum_received_bidir_reverse"]["bits_per_second"] / 1e9)
+    except (KeyError, TypeError):
+        raise ValueError("iperf3's JSON has no --bidir sums (iperf3 3.7 or later is needed)")
+
+
+# The bus-bandwidth gates of the multi-node runs that a slow node fails: nccl-tests'
+# min_busbw_gbps, the Gloo run's min_busbw.
+BUSBW_GATE_PREFIX = "min_busbw"
+
+
+def find_slow_wanted(setting, runs, host_count):
+    """(run it, why) for nccl_validate_find_slow: true, false or auto (when a multi-node run failed
+    a bus-bandwidth gate). Fewer than two hosts have no pair."""
+    setting = str(setting).strip().lower()
+    if host_count < 2:
+        return False, "one host: no pair to test"
+    if setting in ("true", "yes", "on", "1"):
+        return True, "asked for (nccl_validate_find_slow: true)"
+    if setting != "auto":
+        return False, "not asked for"
+    for run in runs:
+        gates = ((run.get("perf") or {}).get("gates") or []) if run.get("name") in ("multi", "gloo") else []
+        failed = [gate for gate in gates
+                  if not gate.get("passed") and str(gate.get("name", "")).startswith(BUSBW_GATE_PREFIX)]
+        if failed:
+            return True, "the multi-node gate failed: {0}".format(failed[0].get("message") or failed[0].get("name"))
+    return False, "no multi-node bandwidth gate failed"
