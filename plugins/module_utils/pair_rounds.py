@@ -194,3 +194,23 @@ def find_slow_wanted(setting, runs, host_count):
         if failed:
             return True, "the multi-node gate failed: {0}".format(failed[0].get("message") or failed[0].get("name"))
     return False, "no multi-node bandwidth gate failed"
+
+
+def find_slow_summary(found):
+    """The report's heading for a slow-node search result (the dict `blame` returned, plus why)."""
+    if found.get("passed"):
+        return "no slow node"
+    names = list(found.get("slow_hosts") or []) + ["one of " + ", ".join(group) for group in found.get("groups") or []]
+    return "slow: " + "; ".join(names) if names else "FAILED"
+
+
+def find_slow_rows(found):
+    """(round, server, client, value, forward, reverse, verdict) per pair, in the order run."""
+    rows = []
+    for pair in found.get("pairs") or []:
+        verdict = "SLOW" if pair.get("slow") else "ok"
+        if pair.get("error"):
+            verdict += ": " + str(pair["error"])
+        rows.append((pair.get("round", ""), pair["hosts"][0], pair["hosts"][1], pair.get("value"),
+                     pair.get("forward_gbps"), pair.get("reverse_gbps"), verdict))
+    return rows

@@ -49,7 +49,7 @@ def test_the_plan_is_deterministic_and_roles_follow_it():
     roles = [host_roles(plan, host) for host in "abc"]
     for number, pairs in enumerate(plan):
         served = {pair[0]: pair[1] for pair in pairs}
-        for host, host_role in zip("abc", roles):
+        for host, host_role in zip("abc", roles, strict=True):
             role = host_role[number]
             if host in served:
                 assert role == {"role": "server", "peer": served[host]}
