@@ -22,12 +22,15 @@ pytestmark = [pytest.mark.lab, needs_root]
 
 INDEX = lab_index(__file__)
 PLAYBOOK = Path(__file__).resolve().parent / "validate.yml"
-NODES = ["node0", "node1", "node2", "node3"]
+NODES = ["node1", "node2", "node3", "node4"]
 THROTTLE = ["tc", "qdisc", "add", "dev", "eth1", "root", "tbf", "rate", "100mbit", "burst", "32kbit",
             "latency", "400ms"]
-# No GPU and no Gloo: the slow-node search is the only test, asked for explicitly.
+# No GPU and no Gloo: the slow-node search is the only test, asked for explicitly. Pairs of a
+# round share this machine's cores (every iperf3 is CPU-bound on veth), so healthy pairs vary by
+# 2-3x under load: a quarter of the median still tells them from the 100 Mbit/s node (10x and more).
 EXTRA = {"ncclkit_gpu_capabilities": {"present": False, "count": 0}, "nccl_validate_gloo": False,
-         "nccl_validate_find_slow": True, "nccl_validate_find_slow_seconds": 1}
+         "nccl_validate_find_slow": True, "nccl_validate_find_slow_seconds": 1,
+         "nccl_validate_find_slow_fraction": 0.25}
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +50,7 @@ def validate(lab, workdir: Path):
                 args=("-i", str(lab.inventory_path.parent / "addresses.yml")))
     folders = sorted((workdir / "ncclkit-report").glob("2*"))
     assert len(folders) == 1, done.stdout[-3000:]
+    print(f"play: {done.seconds:.1f} s")
     return done, json.loads((folders[0] / "report.json").read_text()), folders[0]
 
 
@@ -60,7 +64,7 @@ def test_unthrottled_every_pair_is_measured_and_it_passes(lab, tmp_path):
     assert len(found["rounds"]) == 3 and len(found["pairs"]) == 6
     assert {frozenset(pair["hosts"]) for pair in found["pairs"]} == {
         frozenset((a, b)) for a in NODES for b in NODES if a < b}
-    assert all(pair["value"] and pair["value"] > 0.5 and not pair["slow"] for pair in found["pairs"])
+    assert all(pair["value"] and pair["value"] > 0.2 and not pair["slow"] for pair in found["pairs"])
     assert "## Slow-node search: no slow node" in (folder / "report.md").read_text()
     assert "changed=0" in done.stdout.split("PLAY RECAP")[1]
 
