@@ -68,7 +68,8 @@ def measure(nodes: int, slow: str, seconds: int, fraction: float) -> dict:
             start = time.monotonic()
             played = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(inventory),
                                      "-i", str(folder / "addresses.yml"), str(folder / "play.yml"),
-                                     "-e", json.dumps(extra)], env=env(), cwd=folder, capture_output=True,
+                                     "-e", json.dumps(extra)], env=dict(env(), PWD=str(folder)),
+                                    cwd=folder, capture_output=True,
                                     text=True, check=False, timeout=900)
             wall = time.monotonic() - start
             report = json.loads(next((folder / "ncclkit-report").glob("2*/report.json")).read_text())

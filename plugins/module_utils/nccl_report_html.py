@@ -16,7 +16,7 @@ from html import escape
 from .nccl_report_chart import busbw_svg, line_colours
 from .nccl_report_values import human_size, number
 from .nccl_report_verdict import GLOO_RUN, summary_line, timed_out, verdict_text
-from .pair_rounds import find_slow_rows, find_slow_summary
+from .pair_rounds import find_slow_rows, find_slow_summary, two_decimals as _two
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2430;margin:0;background:#f6f7f9}
@@ -322,8 +322,8 @@ def _find_slow_section(found):
     out += ["<p>{0}</p>".format(_e(line)) for line in [found.get("why")] + list(found.get("reasons") or []) if line]
     if found.get("pairs"):
         out.append("<p>{0}; a pair is slow below {1} {2} ({3} x the median {4} of each node's best pair).</p>".format(
-            _e(found.get("tool") or "?"), _e(number(found.get("threshold"))), _e(found.get("unit") or ""),
-            _e(number(found.get("fraction"))), _e(number(found.get("reference")))))
+            _e(found.get("tool") or "?"), _e(_two(found.get("threshold"))), _e(found.get("unit") or ""),
+            _e(number(found.get("fraction"))), _e(_two(found.get("reference")))))
         out.append('<table class="links"><tr><th>round</th><th>server</th><th>client</th><th>slower direction</th>'
                    "<th>client to server</th><th>server to client</th><th>verdict</th></tr>")
         out += ['<tr><td class="num">{0}</td><td>{1}</td><td>{2}</td><td class="num">{3}</td><td class="num">{4}</td>'

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from .nccl_report_values import human_size, number
-from .pair_rounds import find_slow_rows, find_slow_summary
+from .pair_rounds import find_slow_rows, find_slow_summary, two_decimals as _two
 from .nccl_report_verdict import GLOO_RUN, NCCL_NOT_EXERCISED, summary_line, timed_out, verdict_text
 
 
@@ -124,8 +124,8 @@ def _find_slow_section(found):
     lines += ["- " + _md(line) for line in [found.get("why")] + list(found.get("reasons") or []) if line]
     if found.get("pairs"):
         lines += ["- {0}, {1} s per pair; a pair is slow below {2} {3} ({4} x the median {5} {3} of each node's best "
-                  "pair{6})".format(_md(found.get("tool") or "?"), found.get("seconds", "?"), number(found.get("threshold")),
-                                    found.get("unit") or "", number(found.get("fraction")), number(found.get("reference")),
+                  "pair{6})".format(_md(found.get("tool") or "?"), found.get("seconds", "?"), _two(found.get("threshold")),
+                                    found.get("unit") or "", number(found.get("fraction")), _two(found.get("reference")),
                                     ", floor {0}".format(number(found["floor"])) if found.get("floor") else ""), ""]
         lines += ["| round | server | client | slower direction | client to server | server to client | verdict |",
                   "|---:|---|---|---:|---:|---:|---|"]

@@ -207,10 +207,20 @@ def find_slow_summary(found):
 def find_slow_rows(found):
     """(round, server, client, value, forward, reverse, verdict) per pair, in the order run."""
     rows = []
-    for pair in found.get("pairs") or []:
+    for pair in sorted(found.get("pairs") or [], key=lambda pair: (pair.get("round") if isinstance(pair.get("round"), int) else -1,
+                                                                   pair["hosts"])):
         verdict = "SLOW" if pair.get("slow") else "ok"
         if pair.get("error"):
             verdict += ": " + str(pair["error"])
-        rows.append((pair.get("round", ""), pair["hosts"][0], pair["hosts"][1], pair.get("value"),
-                     pair.get("forward_gbps"), pair.get("reverse_gbps"), verdict))
+        rows.append((pair.get("round", ""), pair["hosts"][0], pair["hosts"][1],
+                     *(_rounded(pair.get(key)) for key in ("value", "forward_gbps", "reverse_gbps")), verdict))
     return rows
+
+
+def _rounded(value):
+    return round(value, 2) if isinstance(value, float) else value
+
+
+def two_decimals(value):
+    """A Gbit/s figure as the report shows it."""
+    return "-" if value is None else "{0:.2f}".format(value)
