@@ -13,9 +13,13 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.pair_rounds import
 
 
 def pair_rounds_plan(hosts, rounds=3):
-    """{'rounds': [[[server, client], ...], ...], 'roles': {host: [{'role', 'peer'}, ...]}}."""
-    plan = plan_rounds(hosts, int(rounds))
-    return {"rounds": plan, "roles": {host: host_roles(plan, host) for host in hosts}}
+    """[[[server, client], ...], ...]: the whole plan (for the report, made once)."""
+    return plan_rounds(hosts, int(rounds))
+
+
+def pair_rounds_roles(hosts, host, rounds=3):
+    """[{'role', 'peer'}, ...]: `host`'s own part of the plan, one entry per round."""
+    return host_roles(hosts, host, int(rounds))
 
 
 def pair_blame(results, fraction=0.5, floor=0.0):
@@ -29,5 +33,5 @@ def find_slow_decision(runs, setting, host_count):
 
 class FilterModule:
     def filters(self):
-        return {"pair_rounds_plan": pair_rounds_plan, "pair_blame": pair_blame,
+        return {"pair_rounds_plan": pair_rounds_plan, "pair_rounds_roles": pair_rounds_roles, "pair_blame": pair_blame,
                 "find_slow_decision": find_slow_decision}

@@ -50,23 +50,33 @@ def plan_rounds(hosts, rounds=DEFAULT_ROUNDS):
             a, b = turned[i], turned[size - 1 - i]
             if a is None or b is None:
                 continue  # the partner of the placeholder sits this round out
-            # Alternate who serves, so that no host is the server in every round.
+            # Who serves alternates along the circle; --bidir measures both directions either way.
             pairs.append([a, b] if (i + number) % 2 == 0 else [b, a])
         plan.append(pairs)
     return plan
 
 
-def host_roles(plan, host):
-    """Per round: {'role': 'server'|'client'|'idle', 'peer': name or ''} of `host`: what it does when."""
+def host_roles(hosts, host, rounds=DEFAULT_ROUNDS):
+    """Per round: {'role': 'server'|'client'|'idle', 'peer': name or ''} of `host`, the same as in
+    plan_rounds(hosts, rounds) but found in O(1) per round (after finding `host`): each host keeps
+    only its own part of the plan."""
+    hosts = list(hosts)
+    size = len(hosts) + len(hosts) % 2
+    me = hosts.index(host)
     roles = []
-    for pairs in plan:
-        role = {"role": "idle", "peer": ""}
-        for a, b in pairs:
-            if host == a:
-                role = {"role": "server", "peer": b}
-            elif host == b:
-                role = {"role": "client", "peer": a}
-        roles.append(role)
+    for number in range(min(int(rounds), max(size - 1, 0))):
+        # Inverse of plan_rounds' turn: host index i > 0 sits at position ((i - 1 - r) mod (size - 1)) + 1.
+        position = 0 if me == 0 else (me - 1 - number) % (size - 1) + 1
+        other_position = size - 1 - position
+        other = 0 if other_position == 0 else (other_position - 1 + number) % (size - 1) + 1
+        if other >= len(hosts):
+            roles.append({"role": "idle", "peer": ""})  # paired with the placeholder
+            continue
+        low = min(position, other_position)
+        serves_first = (low + number) % 2 == 0
+        first, second = (me, other) if position == low else (other, me)
+        server = first if serves_first else second
+        roles.append({"role": "server" if server == me else "client", "peer": hosts[other]})
     return roles
 
 

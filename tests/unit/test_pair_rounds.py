@@ -43,21 +43,23 @@ def test_each_round_pairs_every_node_once_and_no_pair_repeats(count):
         assert len(set(idle)) == len(idle)
 
 
-def test_the_plan_is_deterministic_and_roles_follow_it():
-    assert plan_rounds(HOSTS) == plan_rounds(list(HOSTS))
-    plan = plan_rounds(["a", "b", "c"])
-    roles = [host_roles(plan, host) for host in "abc"]
-    for number, pairs in enumerate(plan):
-        served = {pair[0]: pair[1] for pair in pairs}
-        for host, host_role in zip("abc", roles, strict=True):
-            role = host_role[number]
-            if host in served:
-                assert role == {"role": "server", "peer": served[host]}
-            elif role["role"] == "client":
-                assert served[role["peer"]] == host
-            else:
-                assert role == {"role": "idle", "peer": ""}
-    assert sum(role["role"] == "idle" for host_role in roles for role in host_role) == 3
+@pytest.mark.parametrize("count", [2, 3, 4, 5, 7, 8, 11, 16])
+@pytest.mark.parametrize("rounds", [1, 3, 20])
+def test_each_host_finds_its_own_part_of_the_plan(count, rounds):
+    hosts = [f"h{i}" for i in range(count)]
+    plan = plan_rounds(hosts, rounds)
+    assert plan == plan_rounds(list(hosts), rounds)   # deterministic
+    for host in hosts:
+        expected = []
+        for pairs in plan:
+            role = {"role": "idle", "peer": ""}
+            for server, client in pairs:
+                if host == server:
+                    role = {"role": "server", "peer": client}
+                elif host == client:
+                    role = {"role": "client", "peer": server}
+            expected.append(role)
+        assert host_roles(hosts, host, rounds) == expected
 
 
 def test_bad_input_is_refused():
