@@ -176,6 +176,7 @@ def build_report(data, created=None):
     reasons += unrecorded_runs(data.get("plan") or {}, runs, missing, skipped)
     # The slow-node search says who is to blame: last, so that it ends the play's message.
     reasons += list((data.get("find_slow") or {}).get("reasons") or [])
+    notes += list((data.get("find_slow") or {}).get("notes") or [])
     skipped = {host: record.get("skip_reason") for host, record in hosts.items()
                if record and not record.get("gpus")}
     if skipped:

@@ -102,3 +102,11 @@ def test_a_search_that_found_nothing_passes_and_counts_as_a_run():
 def test_bad_find_slow_data_is_refused():
     with pytest.raises(nccl_report.NcclReportError, match="find_slow must be a dict"):
         report_with([])
+
+
+def test_a_search_that_could_not_run_fails_when_asked_and_is_a_note_on_its_own():
+    blocker = "slow-node search not run: no cluster address (ncclkit_cluster_ip) on node2: run nccl_preflight first"
+    asked = report_with({"why": "asked for", "reasons": [blocker], "notes": []})
+    assert not asked["passed"] and asked["reasons"] == [blocker]
+    auto = report_with({"why": "the multi-node gate failed: ...", "reasons": [], "notes": [blocker]})
+    assert auto["reasons"] == [] and blocker in auto["notes"] and auto["verdict"] == "skipped"
