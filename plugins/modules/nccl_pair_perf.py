@@ -80,6 +80,7 @@ error:
   type: str
 """
 
+import ipaddress
 import subprocess
 import time
 
@@ -156,8 +157,17 @@ def main():
     params = module.params
     if not 0 < params["port"] < 65536 or params["seconds"] < 1 or params["timeout_s"] < 1:
         module.fail_json(msg="port must be 1-65535 and seconds and timeout_s at least 1")
+    for key in ("address", "peer_address"):
+        if params[key] or key == "address":
+            try:
+                ipaddress.ip_address(params[key])
+            except ValueError:
+                module.fail_json(msg="{0} must be an IP address (the cluster address, ncclkit_cluster_ip), "
+                                     "not {1!r}".format(key, params[key]))
     result = {"gbps": None, "forward_gbps": None, "reverse_gbps": None, "error": ""}
-    if module.check_mode:
+    if not module.check_mode and not module.get_bin_path("iperf3"):
+        result["error"] = "iperf3 is not installed on this host (nccl_network installs it)"
+    elif module.check_mode:
         result["error"] = "not run in check mode"
     elif params["role"] == "server":
         result.update(serve(module, params))
