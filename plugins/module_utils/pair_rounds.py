@@ -91,28 +91,29 @@ def blame(results, fraction=DEFAULT_FRACTION, floor=0.0, unit="Gbit/s"):
     if not 0 < float(fraction) <= 1:
         raise ValueError("the fraction must be in (0, 1], got {0}".format(fraction))
     pairs = [dict(result, hosts=list(result["hosts"])) for result in results]
-    values = {}
+    values, of_host = {}, {}   # host -> its pairs' values, its pairs: one pass, so blame stays O(pairs)
     for pair in pairs:
         for host in pair["hosts"]:
             values.setdefault(host, []).append(pair.get("value"))
+            of_host.setdefault(host, []).append(pair)
     best = [max(value for value in host_values if value is not None)
             for host_values in values.values() if any(value is not None for value in host_values)]
     reference = median(best) if best else 0.0
     threshold = max(float(fraction) * reference, float(floor))
     for pair in pairs:
         pair["slow"] = pair.get("value") is None or pair["value"] < threshold
-    suspects = sorted(host for host in values
-                      if all(pair["slow"] for pair in pairs if host in pair["hosts"]))
-    partners = {host: sorted({other for pair in pairs if host in pair["hosts"] for other in pair["hosts"]
-                              if other != host}) for host in suspects}
-    named = [host for host in suspects if any(partner not in suspects for partner in partners[host])]
+    suspects = sorted(host for host in values if all(pair["slow"] for pair in of_host[host]))
+    suspect_set = set(suspects)
+    partners = {host: sorted({other for pair in of_host[host] for other in pair["hosts"] if other != host})
+                for host in suspects}
+    named = [host for host in suspects if any(partner not in suspect_set for partner in partners[host])]
     groups = _groups([host for host in suspects if host not in named], partners)
     reasons = []
     for host in named:
         reasons.append("{0} is slow: its pairs {1} vs median {2}".format(
-            host, _figures([pair for pair in pairs if host in pair["hosts"]], unit), _figure(reference, unit)))
+            host, _figures(of_host[host], unit), _figure(reference, unit)))
     for group in groups:
-        group_pairs = [pair for pair in pairs if set(pair["hosts"]) <= set(group)]
+        group_pairs = [pair for pair in pairs if set(pair["hosts"]) <= set(group)]  # few: suspects only
         reasons.append("one of {0} is slow: {1} {2} below {3} and no other partner to tell them apart "
                        "(add nodes, or test each against a known good node)".format(
                            ", ".join(group), "their pair" if len(group_pairs) == 1 else "their pairs",
