@@ -22,6 +22,8 @@ LAB_INDICES: dict[str, tuple[int, ...]] = {
     "tests/lab/test_link_bandwidth_lab.py": (30,),
     "tests/nccl_profile/conftest.py": (40,),
     "tests/validate/test_autotune_lab.py": (50,),
+    "tests/validate/test_find_slow_lab.py": (45,),
+    "benchmarks/find_slow.py (as docs/benchmarks.md runs it: 4 and 8 nodes)": (46, 47),
     "tests/validate/test_validate_role.py": (60,),
     "tests/nccl_tests/test_nccl_tests_lab.py": (80,),
     "tests/lab/test_lab_cluster.py": (90,),

@@ -18,6 +18,7 @@ from .link_bandwidth import link_rows, recorded, threshold_line
 from .nccl_report_chart import busbw_svg, line_colours
 from .nccl_report_values import human_size, number
 from .nccl_report_verdict import GLOO_RUN, NET_LOOPBACK_RUN, summary_line, timed_out, verdict_text
+from .pair_rounds import find_slow_rows, find_slow_summary, two_decimals as _two
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2430;margin:0;background:#f6f7f9}
@@ -102,6 +103,8 @@ def render_html(report):
     matrix = reachability_rows(report.get("network") or {})
     body += _matrix_section(matrix, report.get("network") or {})
     body += _links_section(matrix, report.get("link_bandwidth"), recorded(report.get("network")))
+    if report.get("find_slow"):
+        body += _find_slow_section(report["find_slow"])
     chart = busbw_svg(report)
     if chart:
         body += ['<section id="busbw"><h2>Bus bandwidth against message size</h2>', chart, "</section>"]
@@ -323,6 +326,24 @@ def _links_section(rows, link_bandwidth, record=None):
         out.append("</table>")
     if link_bandwidth:
         out.append(_value_html(link_bandwidth))
+    return out + ["</section>"]
+
+
+def _find_slow_section(found):
+    """The slow-node search: who is blamed, the threshold and every pair (Gbit/s)."""
+    out = ['<section id="find-slow"><h2>Slow-node search: {0}</h2>'.format(_e(find_slow_summary(found)))]
+    out += ["<p>{0}</p>".format(_e(line)) for line in [found.get("why")] + list(found.get("reasons") or []) if line]
+    if found.get("pairs"):
+        out.append("<p>{0}; a pair is slow below {1} {2} ({3} x the median {4} of each node's best pair).</p>".format(
+            _e(found.get("tool") or "?"), _e(_two(found.get("threshold"))), _e(found.get("unit") or ""),
+            _e(number(found.get("fraction"))), _e(_two(found.get("reference")))))
+        out.append('<table class="links"><tr><th>round</th><th>server</th><th>client</th><th>slower direction</th>'
+                   "<th>client to server</th><th>server to client</th><th>verdict</th></tr>")
+        out += ['<tr><td class="num">{0}</td><td>{1}</td><td>{2}</td><td class="num">{3}</td><td class="num">{4}</td>'
+                '<td class="num">{5}</td><td>{6}</td></tr>'.format(*(_e(number(value)) if index in (0, 3, 4, 5)
+                                                                     else _e(value) for index, value in enumerate(row)))
+                for row in find_slow_rows(found)]
+        out.append("</table>")
     return out + ["</section>"]
 
 

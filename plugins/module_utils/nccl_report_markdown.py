@@ -7,6 +7,7 @@ import json
 from . import nccl_report_autotune
 from .link_bandwidth import link_rows, recorded, threshold_line
 from .nccl_report_values import human_size, number
+from .pair_rounds import find_slow_rows, find_slow_summary, two_decimals as _two
 from .nccl_report_verdict import GLOO_RUN, NCCL_NOT_EXERCISED, summary_line, timed_out, verdict_text
 
 
@@ -31,6 +32,8 @@ def render_markdown(report):
         lines += _links_section(recorded(report["network"]))
     if report.get("autotune"):
         lines += _autotune_section(report["autotune"])
+    if report.get("find_slow"):
+        lines += _find_slow_section(report["find_slow"])
     if report["settings"]:
         lines += ["## Settings", "", "```json", json.dumps(report["settings"], indent=2, sort_keys=True), "```", ""]
     return "\n".join(lines).rstrip() + "\n"
@@ -141,6 +144,22 @@ def _links_section(record):
     lines += ["| {0} | {1} | {2} | {3} | {4} | {5} |".format(
         _md(row.get("source")), _md(row.get("target")), row.get("round"), number(row.get("sent_gbps")),
         number(row.get("received_gbps")), "**slow**" if row["status"] == "slow" else "ok") for row in link_rows(record)]
+    return lines + [""]
+
+
+def _find_slow_section(found):
+    lines = ["## Slow-node search: {0}".format(_md(find_slow_summary(found))), ""]
+    lines += ["- " + _md(line) for line in [found.get("why")] + list(found.get("reasons") or []) if line]
+    if found.get("pairs"):
+        lines += ["- {0}, {1} s per pair; a pair is slow below {2} {3} ({4} x the median {5} {3} of each node's best "
+                  "pair{6})".format(_md(found.get("tool") or "?"), found.get("seconds", "?"), _two(found.get("threshold")),
+                                    found.get("unit") or "", number(found.get("fraction")), _two(found.get("reference")),
+                                    ", floor {0}".format(number(found["floor"])) if found.get("floor") else ""), ""]
+        lines += ["| round | server | client | slower direction | client to server | server to client | verdict |",
+                  "|---:|---|---|---:|---:|---:|---|"]
+        lines += ["| {0} | {1} | {2} | {3} | {4} | {5} | {6} |".format(
+            number(row[0]), _md(row[1]), _md(row[2]), number(row[3]), number(row[4]), number(row[5]), _md(row[6]))
+            for row in find_slow_rows(found)]
     return lines + [""]
 
 

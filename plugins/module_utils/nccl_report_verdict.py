@@ -178,6 +178,9 @@ def build_report(data, created=None):
     reasons += ["{0}: no validation data: the host failed or was unreachable before nccl_validate "
                 "ran (see the play's output)".format(host) for host in missing]
     reasons += unrecorded_runs(data.get("plan") or {}, runs, missing, skipped)
+    # The slow-node search says who is to blame: last, so that it ends the play's message.
+    reasons += list((data.get("find_slow") or {}).get("reasons") or [])
+    notes += list((data.get("find_slow") or {}).get("notes") or [])
     skipped = {host: record.get("skip_reason") for host, record in hosts.items()
                if record and not record.get("gpus")}
     if skipped:
@@ -185,7 +188,8 @@ def build_report(data, created=None):
             ", ".join(sorted(skipped)), "; ".join(sorted({reason or "no GPU" for reason in skipped.values()}))))
     passed = not reasons
     # Nothing failed because nothing ran: that is no pass (`passed` stays true so the play goes on).
-    verdict = "failed" if not passed else "passed" if runs else "skipped"
+    ran = runs or (data.get("find_slow") or {}).get("pairs")
+    verdict = "failed" if not passed else "passed" if ran else "skipped"
     report = {
         "report_version": REPORT_VERSION,
         "created": created,
@@ -226,8 +230,9 @@ def unrecorded_runs(plan, runs, missing, skipped=()):
 _DATA_TYPES = {"hosts": (dict, dict), "runs": (list, dict), "network": (dict, dict), "notes": (list, str),
                "adaptations": (dict, list),
                "settings": (dict, None), "plan": (dict, None),
-               "link_bandwidth": (list, dict), "autotune": (dict, None)}
-OPTIONAL_DATA = ("link_bandwidth", "autotune")
+               "link_bandwidth": (list, dict), "autotune": (dict, None),
+               "find_slow": (dict, None)}
+OPTIONAL_DATA = ("link_bandwidth", "autotune", "find_slow")
 
 
 def _check_data(data):
