@@ -21,6 +21,7 @@ LAB_INDICES: dict[str, tuple[int, ...]] = {
     # test_profile_lab.py and test_validate_gloo_lab.py share the lab this conftest brings up.
     "tests/nccl_profile/conftest.py": (40,),
     "tests/validate/test_validate_role.py": (60,),
+    "tests/validate/test_gates_lab.py": (35,),
     "tests/nccl_tests/test_nccl_tests_lab.py": (80,),
     "tests/lab/test_lab_cluster.py": (90,),
     "tests/lab/test_lab_lifecycle.py": (91,),
