@@ -198,10 +198,12 @@ def gate_rows(run):
     perf = run.get("perf") or {}
     gate = run.get("busbw_gate")
     if isinstance(gate, dict):
-        measured = _busbw_measured(perf)
+        measured, verdict = _busbw_measured(perf)
         state = gate.get("state")
         if gate.get("threshold_gbps") is not None:
-            state = FAILED if measured is None or measured < gate["threshold_gbps"] else PASSED
+            # The benchmark reader's own verdict on the floor; without one, the comparison.
+            passed = verdict if verdict is not None else measured is not None and measured >= gate["threshold_gbps"]
+            state = PASSED if passed else FAILED
         rows.append({"name": "busbw (GB/s)", "measured": measured, "threshold": gate.get("threshold_gbps"),
                      "source": gate.get("source"), "state": state})
     transport = run.get("transport_gate")
@@ -221,14 +223,20 @@ def gate_rows(run):
     return rows
 
 
+# The busbw floor's gate as nccl_perf (min_busbw_gbps) and nccl_gloo_perf (min_busbw) name it.
+_BUSBW_GATES = ("min_busbw_gbps", "min_busbw")
+
+
 def _busbw_measured(perf):
-    """What the busbw gate compares: nccl_perf's min_busbw gate reading, else the peak (the slowest
-    rank's for Gloo)."""
-    for gate in perf.get("gates") or []:
-        if gate.get("name") == "min_busbw" and isinstance(gate.get("measured"), (int, float)):
-            return gate["measured"]
+    """(value, passed) of the busbw gate: nccl_perf's reading at the gated sizes, else the peak
+    (the slowest rank's for Gloo); passed None when the reader did not gate it."""
     value = perf.get("peak_busbw_gbps")
-    return value if isinstance(value, (int, float)) else None
+    value = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    for gate in perf.get("gates") or []:
+        if gate.get("name") in _BUSBW_GATES:
+            measured = gate.get("measured")
+            return (measured if isinstance(measured, (int, float)) else value), bool(gate.get("passed"))
+    return value, None
 
 
 def uncalibrated_notes(runs):

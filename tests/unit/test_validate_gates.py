@@ -160,3 +160,13 @@ def test_the_transport_row_fails_on_a_fall_back_and_passes_on_a_clean_log():
     assert gate_rows(run) == [{"name": "transport", "measured": "fell back: NCCL used NET/Socket", "threshold": "IB",
                                "source": transport["source"], "state": "failed"}]
     assert gate_rows(dict(run, diagnosis={"findings": [], "hosts": {}}))[0]["state"] == "passed"
+
+
+def test_the_busbw_row_of_an_nccl_tests_run_reads_nccl_perfs_gate():
+    gate = {"threshold_gbps": 3.0, "source": "explicit nccl_validate_min_busbw_gbps", "state": "explicit"}
+    perf = {"peak_busbw_gbps": 3.29, "gates": [{"name": "min_busbw_gbps", "limit": 3.0, "measured": 2.99,
+                                                 "passed": False, "message": "busbw 2.99 GB/s ... is below"}]}
+    row = gate_rows({"name": "multi", "busbw_gate": gate, "perf": perf})[0]
+    assert (row["measured"], row["threshold"], row["state"]) == (2.99, 3.0, "failed")
+    # A run whose output could not be read measured nothing: against a threshold that fails.
+    assert gate_rows({"name": "multi", "busbw_gate": gate, "perf": None})[0]["state"] == "failed"
