@@ -57,7 +57,7 @@ def expected_transport(setting, ports_by_host):
             raise GateError("nccl_validate_expected_transport must be auto, {0} (got {1!r})".format(
                 ", ".join(TRANSPORTS), setting))
         return {"transport": setting, "source": "explicit nccl_validate_expected_transport"}
-    unlisted = sorted(host for host, lines in (ports_by_host or {}).items() if lines is None)
+    unlisted = sorted(host for host, lines in (ports_by_host or {}).items() if not isinstance(lines, (list, tuple)))
     if unlisted or not ports_by_host:
         return {"transport": "any", "source": "not calibrated: no RDMA port listing from nccl_preflight on {0} "
                 "(run nccl_preflight first)".format(", ".join(unlisted) or "any host")}

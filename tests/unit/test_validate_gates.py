@@ -54,6 +54,8 @@ def test_the_transport_says_where_it_came_from_and_an_explicit_one_wins():
                                                         "source": "explicit nccl_validate_expected_transport"}
     # A host nccl_preflight never surveyed is not taken for one without RDMA.
     assert expected_transport("auto", {"a": IB, "b": None})["transport"] == "any"
+    assert expected_transport("auto", {"a": IB, "b": ""})["source"].startswith(
+        "not calibrated: no RDMA port listing from nccl_preflight on b")
     with pytest.raises(GateError, match="nccl_validate_expected_transport must be auto"):
         expected_transport("rdma", {})
 
