@@ -55,7 +55,7 @@ def test_a_healthy_lab_passes_the_gloo_gate_calibrated_on_its_links(played):
     gate = gloo_gate(healthy)
     assert healthy["passed"], (healthy["reasons"], done.stdout[-3000:])
     assert gate["state"] == "passed" and gate["measured"] > gate["threshold"] > 0, gate
-    assert gate["source"].startswith("0.1 x median link ") and "Gbit/s (iperf3, 3 link(s)) / 8" in gate["source"]
+    assert gate["source"].startswith("0.07 x median link ") and "Gbit/s (iperf3, 3 link(s)) / 8" in gate["source"]
     assert "## Gates" in healthy["markdown"] and gate["source"] in healthy["markdown"]
     assert '<section id="gates">' in healthy["html"]
     print("healthy:", gate)
