@@ -16,7 +16,7 @@ import datetime
 import json
 
 from .nccl_diagnosis import ROOT_CODES
-from .validate_gates import gate_rows, uncalibrated_notes
+from .validate_gates import FALLBACK_CODES, gate_rows, uncalibrated_notes
 
 REPORT_VERSION = 1
 
@@ -30,7 +30,7 @@ class NcclReportError(ValueError):
 
 
 # nccl_diagnose's findings for a run that fell back from IB/eRDMA/EFA to sockets (or another provider).
-TRANSPORT_FALLBACK_CODES = ("socket_instead_of_ib", "socket_instead_of_efa")
+TRANSPORT_FALLBACK_CODES = FALLBACK_CODES
 
 
 # The run nccl_validate makes on hosts without GPU: it proves the launcher, rendezvous and Gloo path.

@@ -182,13 +182,9 @@ def plan_gates(settings, ports_by_host, network_facts):
     }
 
 
-def threshold(gate):
-    """The floor to hand to nccl_perf / nccl_gloo_perf: 0 (not gated) when there is none."""
-    return float((gate or {}).get("threshold_gbps") or 0)
-
-
 # -- the report's view ---------------------------------------------------------------------
 
+# nccl_diagnose's findings for a run that fell back from IB/eRDMA/EFA to sockets (or another provider).
 FALLBACK_CODES = ("socket_instead_of_ib", "socket_instead_of_efa")
 
 
