@@ -99,6 +99,7 @@ def render_html(report):
     body += _list_section("Adapted to the hosts", ["{0}: {1}".format(host, line) for host, lines
                                                    in sorted((report.get("adaptations") or {}).items())
                                                    for line in lines])
+    body += _gates_section(report.get("runs") or [])
     body += _hosts_section(report)
     matrix = reachability_rows(report.get("network") or {})
     body += _matrix_section(matrix, report.get("network") or {})
@@ -348,6 +349,25 @@ def _find_slow_section(found):
 
 
 # -- runs ----------------------------------------------------------------------------------
+
+
+def _gates_section(runs):
+    """Each run's self-calibrated gates: what was measured, the threshold and where it came from."""
+    rows = [(run, row) for run in runs for row in run.get("gate_rows") or []]
+    if not rows:
+        return []
+    out = ['<section id="gates"><h2>Gates</h2>', "<table><tr><th>run</th><th>gate</th><th>measured</th>"
+           "<th>threshold</th><th>threshold from</th><th>result</th></tr>"]
+    out += ['<tr><td>{0}</td><td>{1}</td><td class="num">{2}</td><td class="num">{3}</td><td>{4}</td>'
+            "<td>{5}</td></tr>".format(_e(run.get("title")), _e(row.get("name")), _e(number(row.get("measured"))),
+                                       _e(number(row.get("threshold"))), _e(row.get("source")), _gate_badge(row))
+            for run, row in rows]
+    return out + ["</table>", "</section>"]
+
+
+def _gate_badge(row):
+    state = row.get("state")
+    return _badge({"passed": True, "failed": False}.get(state), unknown=str(state or "no verdict"))
 
 
 def _run_section(run, index, colour):

@@ -24,6 +24,7 @@ def render_markdown(report):
         lines += ["## Adapted to the hosts", ""] + ["- {0}: {1}".format(_md(host), _md(line))
                                                     for host, host_lines in report["adaptations"].items()
                                                     for line in host_lines] + [""]
+    lines += _gates_section(report["runs"])
     lines += _hosts_section(report["hosts"])
     for run in report["runs"]:
         lines += _run_section(run)
@@ -48,6 +49,18 @@ def _autotune_section(autotune):
                   "|" + "---|" * len(nccl_report_autotune.COLUMNS)]
         lines += ["| " + " | ".join(_md(cell) for cell in row) + " |" for row in table] + [""]
     return lines
+
+
+def _gates_section(runs):
+    """Each run's self-calibrated gates: what was measured, the threshold and where it came from."""
+    rows = [(run, row) for run in runs for row in run.get("gate_rows") or []]
+    if not rows:
+        return []
+    lines = ["## Gates", "", "| run | gate | measured | threshold | threshold from | result |", "|---|---|---|---|---|---|"]
+    lines += ["| {0} | {1} | {2} | {3} | {4} | {5} |".format(
+        _md(run["title"]), _md(row["name"]), _md(number(row["measured"])), _md(number(row["threshold"])),
+        _md(row["source"]), _md(row["state"])) for run, row in rows]
+    return lines + [""]
 
 
 def _hosts_section(hosts):

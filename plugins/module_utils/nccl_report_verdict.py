@@ -16,6 +16,7 @@ import datetime
 import json
 
 from .nccl_diagnosis import ROOT_CODES
+from .validate_gates import FALLBACK_CODES, gate_rows, uncalibrated_notes
 
 REPORT_VERSION = 1
 
@@ -29,7 +30,7 @@ class NcclReportError(ValueError):
 
 
 # nccl_diagnose's findings for a run that fell back from IB/eRDMA/EFA to sockets (or another provider).
-TRANSPORT_FALLBACK_CODES = ("socket_instead_of_ib", "socket_instead_of_efa")
+TRANSPORT_FALLBACK_CODES = FALLBACK_CODES
 
 
 # The run nccl_validate makes on hosts without GPU: it proves the launcher, rendezvous and Gloo path.
@@ -170,7 +171,10 @@ def build_report(data, created=None):
     # Each node on its own first, then across nodes: the order in which to read them.
     for run in sorted(records, key=lambda run: (run.get("name") in ("multi", GLOO_RUN), str(run.get("host")))):
         passed, reasons = run_verdict(run)
-        runs.append(dict(run, title=run_title(run), timed_out=timed_out(run), passed=passed, reasons=reasons))
+        runs.append(dict(run, title=run_title(run), timed_out=timed_out(run), passed=passed, reasons=reasons,
+                         gate_rows=gate_rows(run)))
+    # A gate without a threshold to hold the run to is said, never counted as a pass.
+    notes += uncalibrated_notes(runs)
     network = {host: facts for host, facts in (data.get("network") or {}).items() if facts}
     network_ok, network_reasons = network_verdict(network)
     missing = sorted(host for host, record in hosts.items() if not record)

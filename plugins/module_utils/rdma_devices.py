@@ -1,8 +1,9 @@
 """Which RDMA ports (InfiniBand, RoCE, Alibaba eRDMA) NCCL's IB transport can use on a host.
 
 nccl_preflight lists /sys/class/infiniband/<device>/ports/<port> as lines of
-`device|port|state|link_layer|driver` (read_port_lines, the nccl_preflight_rdma_ports fact);
-the other functions read those lines.
+`device|port|state|link_layer|driver|rate` (read_port_lines, the nccl_preflight_rdma_ports fact;
+the rate as sysfs says it, "400 Gb/sec (4X NDR)", read by nccl_validate's busbw gate); the other
+functions read those lines (lines of the first five fields only, from older runs, too).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def _first_line(path: str) -> str:
 
 
 def read_port_lines(sysfs: str = "/sys") -> list:
-    """Every RDMA port the kernel lists, as `device|port|state|link_layer|driver` lines.
+    """Every RDMA port the kernel lists, as `device|port|state|link_layer|driver|rate` lines.
 
     The driver is the name of the device's bound PCI driver (efa, erdma, mlx5_core, ...): device
     names alone do not tell eRDMA's compat mode (rocep*) from RoCE."""
@@ -37,7 +38,8 @@ def read_port_lines(sysfs: str = "/sys") -> list:
         driver = os.path.basename(os.path.realpath(link)) if os.path.exists(link) else ""
         lines.append("|".join((os.path.basename(device), os.path.basename(port),
                                _first_line(os.path.join(port, "state")),
-                               _first_line(os.path.join(port, "link_layer")), driver)))
+                               _first_line(os.path.join(port, "link_layer")), driver,
+                               _first_line(os.path.join(port, "rate")))))
     return lines
 
 

@@ -92,7 +92,7 @@ ansible_facts:
       type: str
       sample: nvidia-smi not found
     nccl_preflight_rdma_ports:
-      description: One C(device|port|state|link_layer|driver) line per RDMA port.
+      description: One C(device|port|state|link_layer|driver|rate) line per RDMA port (rate as sysfs says it, C(400 Gb/sec (4X NDR))).
       type: list
       elements: str
       sample: ["mlx5_0|1|4: ACTIVE|InfiniBand|mlx5_core"]

@@ -53,7 +53,8 @@ def test_efa_is_found_by_driver_and_fi_info_is_read(tmp_path):
     rdma_device(tmp_path, "rdmap0s6", "efa", link_layer="Unspecified")
     rdma_device(tmp_path, "mlx5_0", "mlx5_core", link_layer="InfiniBand")
     lines = profile_script_lines(tmp_path)
-    assert "rdmap0s6|1|4: ACTIVE|Unspecified|efa" in lines
+    # The sixth field is the port's rate (none in this fake sysfs).
+    assert "rdmap0s6|1|4: ACTIVE|Unspecified|efa|" in lines
     assert efa_devices(lines) == ["rdmap0s6"]
     assert fi_info_version(FI_INFO) == "111.20"
     assert fi_info_version("provider: tcp;ofi_rxm\n    version: 1.0\n") == ""

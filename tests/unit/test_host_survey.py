@@ -25,13 +25,14 @@ def test_one_run_reads_nics_gpus_rdma_and_container(capsys, tmp_path):
     port.mkdir(parents=True)
     (port / "state").write_text("4: ACTIVE\n")
     (port / "link_layer").write_text("InfiniBand\n")
+    (port / "rate").write_text("400 Gb/sec (4X NDR)\n")
     code, result = run_survey(capsys, {"nvidia_smi": fake_smi(tmp_path, TWO_GPUS), "sysfs": str(tmp_path / "sys"),
                                        "data_dir_candidates": [str(tmp_path)]})
     assert code == 0 and result["changed"] is False
     assert any(nic["name"] == "lo" and nic["loopback"] for nic in result["nccl_preflight_nics"])
     assert [gpu["pci_bus_id"] for gpu in result["nccl_preflight_gpus"]] == ["00000000:00:06.0", "00000000:00:07.0"]
     assert result["nccl_preflight_gpu_absent_reason"] == ""
-    assert result["nccl_preflight_rdma_ports"] == ["mlx5_0|1|4: ACTIVE|InfiniBand|"]
+    assert result["nccl_preflight_rdma_ports"] == ["mlx5_0|1|4: ACTIVE|InfiniBand||400 Gb/sec (4X NDR)"]
     # /dev/shm is sized, and the compute capabilities read, for the GPUs the same run found.
     assert result["ncclkit_container"]["gpu_count"] == 2 and result["ncclkit_container"]["data_dir"] == str(tmp_path)
     assert result["ncclkit_gpu_capabilities"]["sm"] == [90] and result["ncclkit_gpu_capabilities"]["count"] == 2
