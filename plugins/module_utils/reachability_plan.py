@@ -34,8 +34,19 @@ def probe_peers(hosts: Sequence[str], me: str, mode: str = "ring") -> List[str]:
 
 
 def expected_probers(hosts: Sequence[str], me: str, mode: str = "ring") -> List[str]:
-    """The hosts that probe `me`: `me` keeps its listeners up until each of them is done."""
-    return [host for host in hosts if host != me and me in probe_peers(hosts, host, mode)]
+    """The hosts that probe `me`: `me` keeps its listeners up until each of them is done.
+
+    O(N) per host: in a ring only `me`'s two neighbours probe it, and every host probes the first.
+    """
+    if mode not in MODES:
+        raise ValueError(f"peers mode {mode!r} is not one of {', '.join(MODES)}")
+    hosts = list(hosts)
+    index = hosts.index(me)
+    if mode == "full" or index == 0:
+        return [host for host in hosts if host != me]
+    count = len(hosts)
+    neighbours = {(index - 1) % count, (index + 1) % count}
+    return [hosts[position] for position in sorted(neighbours) if hosts[position] != me]
 
 
 def bandwidth_peer(hosts: Sequence[str], me: str) -> Optional[str]:
