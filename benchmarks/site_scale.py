@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="print the slowest tasks of each run")
     parser.add_argument("--baseline", type=Path, help="another checkout to time alternately with this one")
     args = parser.parse_args()
+    # A plain kill still takes the labs down (the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
     repos = {"this": REPO, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
     labs = [(label, repo, nodes, args.index + i)
             for i, (label, repo, nodes) in enumerate((lb, r, n) for n in args.nodes for lb, r in repos.items())]
@@ -74,7 +77,9 @@ def main() -> None:
     results = {}
     with tempfile.TemporaryDirectory(prefix="ncclkit-site-bench-") as folder:
         try:
-            for label, repo, nodes, index in labs:
+            for *_, index in labs:
+                nodes = next(n for _, _, n, i in labs if i == index)
+                repo = next(r for _, r, _, i in labs if i == index)
                 inventory = Path(folder) / f"hosts-{index}.yml"
                 lab(repo, "down", "--index", str(index))
                 up = lab(repo, "up", "--index", str(index), "--nodes", str(nodes), "--inventory", str(inventory))
@@ -92,7 +97,7 @@ def main() -> None:
                     if result["tail"]:
                         print(result["tail"])
         finally:
-            for label, repo, nodes, index in labs:
+            for _, repo, _, index in labs:
                 lab(repo, "down", "--index", str(index))
     print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print("| code | nodes | first run s | second run s | second run changed | rc (first, second) |")
