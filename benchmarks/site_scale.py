@@ -48,8 +48,8 @@ def site(repo: Path, inventory: Path, forks: int, profile: bool) -> dict:
     """One timed `ansible-playbook site.yml`: seconds, rc, changed per host, slowest tasks."""
     extra = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks", "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "8"} \
         if profile else {}
-    argv = [shutil.which("ansible-playbook") or str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(inventory), "--forks", str(forks),
-            "site.yml"]
+    playbook = shutil.which("ansible-playbook") or str(Path(sys.executable).with_name("ansible-playbook"))
+    argv = [playbook, "-i", str(inventory), "--forks", str(forks), "site.yml"]
     start = time.monotonic()
     run = subprocess.run(argv, env=env_for(repo, **extra), cwd=repo, capture_output=True, text=True, check=False,
                          timeout=1800)
