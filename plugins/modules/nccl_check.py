@@ -13,7 +13,7 @@ description:
     (what the host name resolves to, the socket interface variables of every start path the
     nccl_profile role writes, the profile's MASTER_ADDR, /dev/shm, C(ulimit -l), the kernel log's
     Xid and ECC lines, nvidia_peermem, C(nvidia-smi topo -m), torch's version).
-  - V(probe) on every host pings the address each peer's host name resolves to and opens a TCP
+  - V(probe) on every host pings the address each peer's host name resolves to (its ring neighbours and the first host, see O(peers)) and opens a TCP
     connection to the rendezvous (MASTER_ADDR:port), with short timeouts, through the
     reachability prober of nccl_reachability.
   - The filter P(ncclkit.cluster.nccl_check_judge#filter) then turns every host's view into
@@ -50,11 +50,18 @@ options:
     description: V(probe) - peer name to the addresses its host name resolves to (the first is probed; empty when it does not resolve).
     type: dict
     default: {}
-  exclude:
-    description: V(probe) - names in O(targets) not to probe (this host's own, so that every host can be given one map).
-    type: list
-    elements: str
-    default: []
+  me:
+    description: V(probe) - this host's name among O(targets) (never probed), so that every host can be given one map.
+    type: str
+    default: ""
+  peers:
+    description:
+      - V(probe) - which of O(targets) to probe, in the map's order.
+      - V(ring) probes the two ring neighbours of O(me) and the first host (O(1) probes per host, O(N) for the
+        cluster, as the reachability check of nccl_network samples), V(full) every other host (O(N squared)).
+    type: str
+    choices: [ring, full]
+    default: ring
   master:
     description: V(probe) - the rendezvous, C(addr), C(port) and C(source).
     type: dict
@@ -95,6 +102,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ncclkit.cluster.plugins.module_utils.check_host import gather
+from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import probe_peers
 from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_probe import (
     Check,
 )
@@ -133,7 +141,8 @@ def main():
             "gpu_count": {"type": "int", "default": 0},
             "source": {"type": "str", "default": ""},
             "targets": {"type": "dict", "default": {}},
-            "exclude": {"type": "list", "elements": "str", "default": []},
+            "me": {"type": "str", "default": ""},
+            "peers": {"type": "str", "choices": ["ring", "full"], "default": "ring"},
             "master": {"type": "dict", "default": {}},
             "timeout": {"type": "float", "default": 1.0},
         },
@@ -143,7 +152,12 @@ def main():
     if params["step"] == "gather":
         view = gather(params["hostname"] or socket.gethostname(), params["python"], params["gpu_count"] > 0)
         module.exit_json(changed=False, view=view)
-    targets = {name: addresses for name, addresses in params["targets"].items() if name not in params["exclude"]}
+    targets = params["targets"]
+    if params["me"] in targets:
+        wanted = probe_peers(list(targets), params["me"], params["peers"])
+    else:
+        wanted = [name for name in targets if name != params["me"]] if params["peers"] == "full" else list(targets)
+    targets = {name: targets[name] for name in wanted}
     module.exit_json(changed=False, probes=probe(params["source"], targets, params["master"],
                                                  params["timeout"]))
 
