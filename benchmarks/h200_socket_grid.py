@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # Copyright: Contributors to the ncclkit project
 # SPDX-License-Identifier: Apache-2.0
 """NCCL over NET/Socket on one GPU host: the autotune grid, the re-measure and raw TCP, in one run.
@@ -41,8 +41,9 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils import (  # noqa: 
 )
 
 # The values often quoted as "common tuning" with 4 socket threads (the grid's "common" has 2).
-COMMON_4X4 = {"name": "common threads=4", "env": {"NCCL_SOCKET_NTHREADS": "4", "NCCL_NSOCKS_PERTHREAD": "4",
-                                                   "NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}}
+COMMON_4X4_ENV = {"NCCL_SOCKET_NTHREADS": "4", "NCCL_NSOCKS_PERTHREAD": "4",
+                  "NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}
+COMMON_4X4 = {"name": "common threads=4", "env": COMMON_4X4_ENV}
 # INFO of INIT and NET only: the lines that show the transport (NET/Socket on lo), not every call.
 BASE_ENV = {"NCCL_SOCKET_IFNAME": "lo", "NCCL_IB_DISABLE": "1", "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
 CHUNK = 4 << 20

@@ -78,9 +78,7 @@ def main() -> None:
     results = {}
     with tempfile.TemporaryDirectory(prefix="ncclkit-site-bench-") as folder:
         try:
-            for *_, index in labs:
-                nodes = next(n for _, _, n, i in labs if i == index)
-                repo = next(r for _, r, _, i in labs if i == index)
+            for dummy, repo, nodes, index in labs:
                 inventory = Path(folder) / f"hosts-{index}.yml"
                 lab(repo, "down", "--index", str(index))
                 up = lab(repo, "up", "--index", str(index), "--nodes", str(nodes), "--inventory", str(inventory))
@@ -98,7 +96,7 @@ def main() -> None:
                     if result["tail"]:
                         print(result["tail"])
         finally:
-            for _, repo, _, index in labs:
+            for dummy, repo, dummy, index in labs:
                 lab(repo, "down", "--index", str(index))
     print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print("| code | nodes | first run s | second run s | second run changed | rc (first, second) |")

@@ -42,3 +42,12 @@ def run_command(argv, timeout, data=None, raise_timeout=False, merge_stderr=Fals
 def _text(printed):
     # TimeoutExpired keeps bytes even for a text-mode run.
     return printed.decode(errors="replace") if isinstance(printed, bytes) else printed or ""
+
+
+def start_detached(argv):
+    """Start `argv` in its own session with no terminal or pipes (a server that outlives the module run).
+
+    Returns the Popen object; raises OSError when the program cannot start.
+    """
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)

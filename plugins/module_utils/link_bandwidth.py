@@ -105,7 +105,7 @@ def _common_host(slow):
     its host, a moment of load in one."""
     counts: Dict[str, int] = {}
     for item in slow:
-        for name in {item["source"], item["target"]}:
+        for name in sorted({item["source"], item["target"]}):
             counts[name] = counts.get(name, 0) + 1
     ranked = sorted(counts.items(), key=lambda pair: -pair[1])
     if not ranked or ranked[0][1] < 2 or ranked[0][1] * 2 <= len(slow):

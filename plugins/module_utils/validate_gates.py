@@ -14,6 +14,8 @@ Pure Python 3.8+ standard library.
 
 from __future__ import annotations
 
+import math
+
 import re
 
 from .rdma_devices import rdma_ports, rdma_transport
@@ -141,7 +143,7 @@ def _number(value, variable):
     except (TypeError, ValueError):
         raise GateError("{0} must be auto or a number of GB/s (0: not gated), not {1!r}".format(
             variable, value)) from None
-    if number < 0 or number != number:
+    if number < 0 or math.isnan(number):
         raise GateError("{0} must not be negative (got {1})".format(variable, value))
     return number
 

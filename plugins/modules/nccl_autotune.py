@@ -61,9 +61,11 @@ options:
     required: true
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Nothing runs in check mode.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 notes:
   - Socket variables on RDMA transports are the caller's to leave out (C(nccl_autotune_grid) does).

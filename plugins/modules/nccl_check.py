@@ -57,8 +57,8 @@ options:
   peers:
     description:
       - V(probe) - which of O(targets) to probe, in the map's order.
-      - V(ring) probes the two ring neighbours of O(me) and the first host (O(1) probes per host, O(N) for the
-        cluster, as the reachability check of nccl_network samples), V(full) every other host (O(N squared)).
+      - V(ring) probes the two ring neighbours of O(me) and the first host (a constant number of probes per host, linear in the
+        cluster, as the reachability check of nccl_network samples), V(full) every other host (quadratic).
     type: str
     choices: [ring, full]
     default: ring

@@ -21,9 +21,11 @@ version_added: 0.3.0
 author: ncclkit maintainers (!UNKNOWN)
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: In check mode nothing is started and the result says so.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 options:
   role:
@@ -81,10 +83,10 @@ error:
 """
 
 import ipaddress
-import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host_command import start_detached
 from ansible_collections.ncclkit.cluster.plugins.module_utils.pair_rounds import iperf3_bidir_gbps
 
 # How long a client retries a refused connection while its server starts.
@@ -110,8 +112,7 @@ def serve(module, params):
     argv = ["timeout", str(params["timeout_s"]), "iperf3", "-s", "-1", "-B", params["address"],
             "-p", str(params["port"])]
     try:
-        server = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        server = start_detached(argv)
     except OSError as error:
         return {"error": "cannot start iperf3: {0} (install iperf3)".format(error)}
     deadline = time.monotonic() + 5

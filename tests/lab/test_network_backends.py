@@ -6,6 +6,8 @@ a second run changes nothing, and `absent` takes back only ncclkit's rules."""
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 import pytest
 from lab_helpers import needs_root
 from lab_indices import lab_index
@@ -52,8 +54,9 @@ FIREWALL_ONLY = ("--tags", "nccl_preflight,nccl_network_firewall")
 def lab(tmp_path_factory):
     folder = tmp_path_factory.mktemp(f"lab{INDEX}")
     setups = {node: SETUPS[backend] for node, backend in BACKENDS.items()}
-    with lab_with_outsider(INDEX, len(BACKENDS), folder, setups) as lab:
-        yield lab
+    # ExitStack, not `with` on the generator-based context manager: pylint's cleanup check.
+    with ExitStack() as stack:
+        yield stack.enter_context(lab_with_outsider(INDEX, len(BACKENDS), folder, setups))
 
 
 def private_ip(node):

@@ -7,6 +7,7 @@ anything, what a boot would apply."""
 from __future__ import annotations
 
 import hashlib
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -31,8 +32,10 @@ START_RANGE = "40000 50000"
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     folder = tmp_path_factory.mktemp(f"lab{INDEX}")
-    with lab_with_outsider(INDEX, 2, folder, dict.fromkeys(NODES, f"sysctl -qw {KEY}='{START_RANGE}'")) as lab:
-        yield lab
+    # ExitStack, not `with` on the generator-based context manager: pylint's cleanup check.
+    with ExitStack() as stack:
+        setups = dict.fromkeys(NODES, f"sysctl -qw {KEY}='{START_RANGE}'")
+        yield stack.enter_context(lab_with_outsider(INDEX, 2, folder, setups))
 
 
 def machine_sysctl_conf() -> str:

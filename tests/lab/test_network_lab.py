@@ -3,6 +3,8 @@ a port blocked by hand, an MTU mismatch, a reboot, and `absent`."""
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 import pytest
 from lab_helpers import needs_root
 from lab_indices import lab_index
@@ -21,8 +23,9 @@ NCCLKIT_FILES = "/etc/ncclkit /etc/sysctl.d/99-zz-ncclkit-nccl.conf /etc/systemd
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     folder = tmp_path_factory.mktemp(f"lab{INDEX}")
-    with lab_with_outsider(INDEX, 2, folder, dict.fromkeys(NODES, f"nft '{USER_TABLE}'")) as lab:
-        yield lab
+    # ExitStack, not `with` on the generator-based context manager: pylint's cleanup check.
+    with ExitStack() as stack:
+        yield stack.enter_context(lab_with_outsider(INDEX, 2, folder, dict.fromkeys(NODES, f"nft '{USER_TABLE}'")))
 
 
 @pytest.fixture(scope="module")

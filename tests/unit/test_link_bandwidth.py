@@ -14,8 +14,9 @@ def rate(sender, jitter=0.0):
     return THROTTLED if sender == "n2" else round(FAST * (1 + jitter), 3)
 
 
-def results(names=NAMES, speed=None, jitter=0.0):
+def results(names=None, speed=None, jitter=0.0):
     """Every host's links as the rounds plan them; n2 sends slowly (its NIC shaped on the way out)."""
+    names = NAMES if names is None else names
     found = {name: {"links": [], "nic_speed_mbps": speed, "probes": [], "listeners": {}} for name in names}
     for number, pairs in enumerate(plan_rounds(names, 2, seed=0)):
         for index, (client, server) in enumerate(pairs.items()):

@@ -36,8 +36,8 @@ def test_the_plan_is_the_same_for_the_same_seed_and_differs_for_another():
 def test_the_draws_are_fixed_across_python_versions():
     # Written out generator, not `random`: these cycles must never change, or hosts with another
     # ncclkit or Python would wait for clients that measure someone else.
-    assert plan_rounds(names(6), 1, seed=0)[1] == {"n0": "n1", "n1": "n3", "n3": "n2", "n2": "n4", "n4": "n5",
-                                                  "n5": "n0"}
+    expected = {"n0": "n1", "n1": "n3", "n3": "n2", "n2": "n4", "n4": "n5", "n5": "n0"}
+    assert plan_rounds(names(6), 1, seed=0)[1] == expected
 
 
 def test_random_rounds_reach_links_the_ring_never_uses():

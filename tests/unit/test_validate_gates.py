@@ -50,8 +50,8 @@ def test_the_transport_says_where_it_came_from_and_an_explicit_one_wins():
         "hardware: no active IB/eRDMA/EFA port on any host"
     assert expected_transport("auto", {"a": IB, "b": []})["source"] == \
         "not calibrated: the hosts differ (a IB, b Socket)"
-    assert expected_transport("SOCKET", {"a": IB}) == {"transport": "socket",
-                                                        "source": "explicit nccl_validate_expected_transport"}
+    explicit = {"transport": "socket", "source": "explicit nccl_validate_expected_transport"}
+    assert expected_transport("SOCKET", {"a": IB}) == explicit
     # A host nccl_preflight never surveyed is not taken for one without RDMA.
     assert expected_transport("auto", {"a": IB, "b": None})["transport"] == "any"
     assert expected_transport("auto", {"a": IB, "b": ""})["source"].startswith(
@@ -166,8 +166,9 @@ def test_the_transport_row_fails_on_a_fall_back_and_passes_on_a_clean_log():
 
 def test_the_busbw_row_of_an_nccl_tests_run_reads_nccl_perfs_gate():
     gate = {"threshold_gbps": 3.0, "source": "explicit nccl_validate_min_busbw_gbps", "state": "explicit"}
-    perf = {"peak_busbw_gbps": 3.29, "gates": [{"name": "min_busbw_gbps", "limit": 3.0, "measured": 2.99,
-                                                 "passed": False, "message": "busbw 2.99 GB/s ... is below"}]}
+    failed = {"name": "min_busbw_gbps", "limit": 3.0, "measured": 2.99, "passed": False,
+              "message": "busbw 2.99 GB/s ... is below"}
+    perf = {"peak_busbw_gbps": 3.29, "gates": [failed]}
     row = gate_rows({"name": "multi", "busbw_gate": gate, "perf": perf})[0]
     assert (row["measured"], row["threshold"], row["state"]) == (2.99, 3.0, "failed")
     # A run whose output could not be read measured nothing: against a threshold that fails.
