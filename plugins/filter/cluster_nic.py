@@ -6,18 +6,20 @@ Documented in cluster_nic.yml beside this file (ansible-doc -t filter ncclkit.cl
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ncclkit.cluster.plugins.module_utils.cluster_nic import ClusterNicError, choose_cluster_nic
+from ansible_collections.ncclkit.cluster.plugins.module_utils.cluster_nic import (
+    ClusterNicError,
+    choose_cluster_nic,
+    setting_text,
+)
 
 
 def cluster_nic(nics_by_host, host, ifname="", cluster_cidr=""):
     if not isinstance(nics_by_host, dict) or host not in nics_by_host:
         raise AnsibleFilterError(f"host {host} is not among the hosts whose NICs were read; "
                                  "run nccl_preflight on every host of the play first")
-    for name, value in (("nccl_preflight_ifname", ifname), ("nccl_preflight_cluster_cidr", cluster_cidr)):
-        if not isinstance(value, str):
-            raise AnsibleFilterError(f"{name} must be a string (an interface name or a CIDR), not {value!r}: "
-                                     "fix it in the inventory's group_vars")
     try:
+        ifname = setting_text("nccl_preflight_ifname", ifname)
+        cluster_cidr = setting_text("nccl_preflight_cluster_cidr", cluster_cidr)
         return choose_cluster_nic(host, nics_by_host, ifname=ifname or None, cluster_cidr=cluster_cidr or None)
     except ClusterNicError as error:
         raise AnsibleFilterError(str(error)) from None

@@ -10,6 +10,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.cluster_nic import
     ClusterNicError,
     Membership,
     choose_cluster_nic,
+    setting_text,
 )
 from ansible_collections.ncclkit.cluster.plugins.module_utils.host_summary import host_summary
 
@@ -17,11 +18,10 @@ SETTINGS = ("nccl_preflight_ifname", "nccl_preflight_cluster_cidr")
 
 
 def _setting(facts, name, default):
-    value = facts.get(name, default)
-    if not isinstance(value, str):
-        raise AnsibleFilterError(f"{name} must be a string (an interface name or a CIDR), not {value!r}: "
-                                 "fix it in the inventory's group_vars or host_vars")
-    return value
+    try:
+        return setting_text(name, facts.get(name, default))
+    except ClusterNicError as error:
+        raise AnsibleFilterError(str(error)) from None
 
 
 def cluster_nics(hostvars, hosts, ifname="", cluster_cidr=""):

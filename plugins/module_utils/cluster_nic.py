@@ -20,6 +20,14 @@ class ClusterNicError(ValueError):
     """No NIC, or more than one, qualifies; the message lists the interfaces and the fix."""
 
 
+def setting_text(name, value):
+    """`value` of the variable `name` (nccl_preflight_ifname or _cluster_cidr), or ClusterNicError."""
+    if not isinstance(value, str):
+        raise ClusterNicError(f"{name} must be a string (an interface name or a CIDR), not {value!r}: "
+                              "fix it in the inventory's group_vars or host_vars")
+    return value
+
+
 class Membership:
     """Whether every host has an address in a network, answered once per network for the cluster.
 

@@ -117,14 +117,19 @@ def _mark_default_routes(sock: socket.socket, links: dict[int, dict]) -> None:
             links[index]["default_route"] = True
 
 
-def read_nics() -> list[dict]:
-    """This network namespace's NICs, as the nccl_preflight_nics fact holds them."""
+def netlink_socket(purpose: str) -> socket.socket:
+    """A bound rtnetlink socket; NicReadError naming `purpose` where there is none (not Linux)."""
     try:
         sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE)
     except (OSError, AttributeError) as error:
-        raise NicReadError(f"cannot open a netlink socket to read the NICs: {error}") from error
-    with sock:
-        sock.bind((0, 0))
+        raise NicReadError(f"cannot open a netlink socket to {purpose}: {error}") from error
+    sock.bind((0, 0))
+    return sock
+
+
+def read_nics() -> list[dict]:
+    """This network namespace's NICs, as the nccl_preflight_nics fact holds them."""
+    with netlink_socket("read the NICs") as sock:
         links = _links(sock)
         _add_ipv4_addresses(sock, links)
         _mark_default_routes(sock, links)

@@ -19,7 +19,6 @@ from typing import Optional
 from .linux_nics import (
     _NLMSGHDR,
     _RTMSG,
-    NETLINK_ROUTE,
     NLM_F_REQUEST,
     NLMSG_ERROR,
     RTA_DST,
@@ -28,6 +27,7 @@ from .linux_nics import (
     RTM_NEWROUTE,
     NicReadError,
     _align,
+    netlink_socket,
     _attributes,
 )
 
@@ -78,12 +78,7 @@ def route_dev(destination: str, source: Optional[str] = None) -> str:
     """The name of the NIC the kernel routes `destination` through (from `source`, a local address).
 
     RouteError when there is no route, NicReadError when netlink cannot be asked."""
-    try:
-        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE)
-    except (OSError, AttributeError) as error:
-        raise NicReadError(f"cannot open a netlink socket to look up routes: {error}") from error
-    with sock:
-        sock.bind((0, 0))
+    with netlink_socket("look up routes") as sock:
         sock.settimeout(5)
         sock.send(route_request(destination, source))
         try:
