@@ -5,6 +5,8 @@ Documented in nccl_check_judge.yml beside this file (ansible-doc -t filter ncclk
 
 from __future__ import annotations
 
+import json
+
 from ansible.errors import AnsibleFilterError
 from ansible_collections.ncclkit.cluster.plugins.module_utils.check_findings import judge
 from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import rdma_transport
@@ -22,7 +24,23 @@ def host_view(facts) -> dict:
                 transport=rdma_transport(facts.get("nccl_preflight_rdma_ports") or []),
                 nccl_version=(facts.get("ncclkit_nccl") or {}).get("version", ""),
                 driver_version=gpus[0].get("driver_version", "") if gpus else "",
-                probes=(facts.get("__nccl_preflight_check_probe") or {}).get("probes") or {})
+                probes=probes_of(facts.get("__nccl_preflight_check_probe") or {}, facts.get("inventory_hostname", "")))
+
+
+def probes_of(registered: dict, host: str) -> dict:
+    """The probe's result: the module's `probes`, or the last JSON line the probe script printed
+    (through raw, on a terminal that may add carriage returns and stderr lines); none when the
+    probe did not run (a playbook of one's own without it)."""
+    if "probes" in registered or "stdout" not in registered:
+        return registered.get("probes") or {}
+    for line in reversed(str(registered["stdout"]).splitlines()):
+        if line.strip().startswith("{"):
+            try:
+                return dict(json.loads(line)["probes"])
+            except (ValueError, KeyError, TypeError):
+                break
+    raise AnsibleFilterError(f"nccl_check_judge: {host}'s probe printed no result: "
+                             f"{str(registered['stdout']).strip()[-300:]!r}")
 
 
 def nccl_check_judge(hostvars, hosts, master):

@@ -209,7 +209,7 @@ def cluster_findings(hosts: Dict[str, dict], master: dict) -> List[dict]:
 
 def probe_findings(me: str, master: dict, outcome: Optional[str]) -> List[dict]:
     """A node that cannot open a TCP connection to MASTER_ADDR:port (timeout or no route)."""
-    if outcome in (None, "ok", "foreign", "refused") or outcome.startswith("answered"):
+    if outcome in (None, "open", "refused"):
         return []
     return [finding(
         "master_port_blocked", "error", me,

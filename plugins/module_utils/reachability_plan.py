@@ -19,9 +19,19 @@ MODES = ("ring", "full")
 
 def probe_peers(hosts: Sequence[str], me: str, mode: str = "ring") -> List[str]:
     """The hosts `me` pings, connects to and (the first of them in ring order) measures."""
+    return _peers_at(list(hosts), list(hosts).index(me), mode)
+
+
+def probe_plan(hosts: Sequence[str], mode: str = "ring") -> Dict[str, List[str]]:
+    """probe_peers of every host, in O(N) for a ring (no index lookup per host)."""
+    hosts = list(hosts)
+    return {host: _peers_at(hosts, index, mode) for index, host in enumerate(hosts)}
+
+
+def _peers_at(hosts: List[str], index: int, mode: str) -> List[str]:
     if mode not in MODES:
         raise ValueError(f"peers mode {mode!r} is not one of {', '.join(MODES)}")
-    index = list(hosts).index(me)
+    me = hosts[index]
     if mode == "full":
         return [host for host in hosts if host != me]
     count = len(hosts)

@@ -14,13 +14,14 @@ description:
     nccl_profile role writes, the profile's MASTER_ADDR, /dev/shm, C(ulimit -l), the kernel log's
     Xid and ECC lines, nvidia_peermem, C(nvidia-smi topo -m), torch's version).
   - V(probe) on every host pings the address each peer's host name resolves to (its ring neighbours and the first host, see O(peers)) and opens a TCP
-    connection to the rendezvous (MASTER_ADDR:port), with short timeouts, through the
-    reachability prober of nccl_reachability.
+    connection to the rendezvous (MASTER_ADDR:port), with short timeouts.
   - The filter P(ncclkit.cluster.nccl_check_judge#filter) then turns every host's view into
     findings, once, on the controller.
   - C(nccl_preflight) (and so C(ncclkit check)) no longer runs V(gather) - it reads the same view
     in its one M(ncclkit.cluster.nccl_host_survey) run (C(check=true), returned as C(check_view)),
-    then runs V(probe) here. V(gather) stays for playbooks of one's own.
+    then runs the probe's code (the collection's C(check_probe) module_utils, standard library only) as a
+    script through C(raw), which spares every host a second module start. Both steps stay here for
+    playbooks of one's own.
   - Changes nothing on the hosts.
 version_added: 0.2.0
 author: ncclkit maintainers (!UNKNOWN)
@@ -92,44 +93,17 @@ view:
   type: dict
 probes:
   description: V(probe) - C(hostname) (peer -> true/false/null, ping of its host name's address) and
-    C(master) (the TCP connection's outcome, null on the master itself).
+    C(master) (the TCP connection's outcome - open, refused, timeout, unreachable or error - null on the master itself).
   returned: step is probe
   type: dict
 """
 
 import socket
-from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ncclkit.cluster.plugins.module_utils.check_host import gather
+from ansible_collections.ncclkit.cluster.plugins.module_utils.check_probe import probe
 from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import probe_peers
-from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_probe import (
-    Check,
-)
-
-
-def probe(source: str, targets: dict, master: dict, timeout: float) -> dict:
-    me = "self"
-    prober = Check({"host": me, "hosts": [{"name": me, "address": source or "0.0.0.0"}], "ports": [],
-                    "peers": [], "probers": [], "connect_timeout": timeout})
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, min(32, len(targets) + 1))) as pool:
-            # Unpinned, as torch and Gloo connect: the kernel's route to the address decides.
-            pings = {name: pool.submit(prober.ping, addresses[0], None, False) if addresses else None
-                     for name, addresses in targets.items()}
-            on_master = not master.get("addr") or master["addr"] == source
-            connect = None if on_master else pool.submit(
-                prober.connect_once, {"name": "master", "address": master["addr"]}, int(master["port"]))
-            hostname = {name: (future.result() if future else False) for name, future in pings.items()}
-            outcome = None
-            if connect is not None:
-                outcome, conn = connect.result()
-                if conn is not None:
-                    conn.close()
-    finally:
-        prober.peer_pool.shutdown(wait=False)
-        prober.tasks.shutdown(wait=False)
-    return {"hostname": hostname, "master": outcome}
 
 
 def main():

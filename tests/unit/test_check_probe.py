@@ -1,13 +1,21 @@
-"""nccl_check's probe step: every host is given one map of host names and leaves itself out."""
+"""The check's probe: nccl_check's probe step (every host is given one map of host names and leaves
+itself out), the same code run as a script as nccl_preflight runs it, its plan and how the judge reads it."""
 
 import json
 import shutil
 import socket
+import subprocess
+import sys
 
 import pytest
+from ansible.errors import AnsibleFilterError
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.ncclkit.cluster.plugins.filter.nccl_check_judge import probes_of
+from ansible_collections.ncclkit.cluster.plugins.filter.nccl_check_probe_targets import nccl_check_probe_targets
+from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import probe_peers
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_check
+from conftest import REPO_ROOT
 
 
 def free_port() -> int:
@@ -40,3 +48,53 @@ def test_a_ring_probe_asks_the_neighbours_and_the_first_host_only(capsys):
     probes = probe(capsys, me="node4", peers="ring", targets=targets, master={})
     assert sorted(probes["hostname"]) == ["node0", "node3", "node5"]
     assert all(probes["hostname"].values()) and probes["master"] is None
+
+
+# The role runs the probe's text with the host's Python through raw, as below.
+CODE = (REPO_ROOT / "plugins" / "module_utils" / "check_probe.py").read_text()
+
+
+def run_script(request):
+    done = subprocess.run([sys.executable, "-c", CODE, json.dumps(request)], capture_output=True, text=True,
+                          timeout=30, check=True)
+    return json.loads(done.stdout)["probes"]
+
+
+def test_the_script_says_open_refused_and_unreachable_peers_as_the_module_does():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        opened = run_script({"source": "127.0.0.1", "targets": {"node2": ["127.0.0.1"], "node3": []},
+                             "master": {"addr": "127.0.0.2", "port": port}, "timeout": 1.0})
+    assert opened["master"] == "refused"   # listening on 127.0.0.1 only: 127.0.0.2 refuses
+    assert opened["hostname"] == ({"node2": True, "node3": False} if shutil.which("ping") else
+                                  {"node2": None, "node3": False})
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        assert run_script({"targets": {}, "master": {"addr": "127.0.0.1", "port": listener.getsockname()[1]}})[
+            "master"] == "open"
+
+
+def test_the_plan_gives_every_host_what_probe_peers_gives_it():
+    names = [f"node{i}" for i in range(7)]
+    resolved = {name: [f"10.0.0.{i}"] for i, name in enumerate(names)}
+    resolved["node3"] = []
+    plan = nccl_check_probe_targets(resolved)
+    for name in names:
+        assert list(plan[name]) == probe_peers(names, name, "ring")
+        assert all(plan[name][peer] == resolved[peer] for peer in plan[name])
+    assert set(nccl_check_probe_targets(resolved, "full")["node0"]) == set(names) - {"node0"}
+    with pytest.raises(AnsibleFilterError, match="mode 'star'"):
+        nccl_check_probe_targets(resolved, "star")
+
+
+def test_the_judge_reads_the_scripts_line_through_a_terminal_and_fails_on_none():
+    line = json.dumps({"probes": {"hostname": {"node2": False}, "master": "timeout"}})
+    registered = {"stdout": f"Warning: something on stderr\r\n{line}\r\n", "rc": 0}
+    assert probes_of(registered, "node1") == {"hostname": {"node2": False}, "master": "timeout"}
+    assert probes_of({"probes": {"master": None}}, "node1") == {"master": None}
+    assert probes_of({}, "node1") == {}
+    with pytest.raises(AnsibleFilterError, match="node1's probe printed no result: 'Traceback"):
+        probes_of({"stdout": "Traceback (most recent call last):\r\n", "rc": 0}, "node1")
