@@ -24,6 +24,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -135,6 +136,21 @@ def tcp_rate(streams, seconds, base_port=29700):
         ways.append(byte_count / elapsed / 1e9)
     return {"streams_each_way": streams, "seconds": seconds, "gbytes_per_s_each_way": [round(w, 3) for w in ways],
             "gbytes_per_s": round(min(ways), 3), "gbit_per_s": round(min(ways) * 8, 2)}
+
+
+def streams_each_way(log, env):
+    """TCP streams NCCL opened each way in one launch: its channels (the log's "N coll channels")
+    x the sockets of each connection (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD; NCCL's
+    default, 0 helper threads, sends on one socket from its proxy thread). None without the line."""
+    match = None
+    with open(log, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            match = re.search(r"NCCL INFO (\d+) coll channels", line) or match
+    if not match:
+        return None
+    threads = int(env.get("NCCL_SOCKET_NTHREADS", "0"))
+    socks = int(env.get("NCCL_NSOCKS_PERTHREAD", "1"))
+    return int(match.group(1)) * max(1, threads * socks)
 
 
 def iperf3_rate(seconds):

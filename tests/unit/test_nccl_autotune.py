@@ -177,6 +177,25 @@ def test_the_module_interleaves_forwards_each_variable_and_reads_the_peak(tmp_pa
     assert module.measure(params, runner)["failures"][0] == "defaults, repetition 1: 2 ranks, expected 4"
 
 
+def test_the_module_gives_each_rank_its_prefix_after_the_candidates_variables(tmp_path):
+    calls = []
+
+    def runner(argv, out, err, timeout_s, kill_after_s, env, cwd, forensics):
+        calls.append(argv)
+        with open(out, "w") as handle:
+            handle.write(OUTPUT.format("3.00"))
+        return {"rc": 0, "timed_out": False}
+
+    params = {"launcher": ["mpirun", "-x", "NCCL_DEBUG"], "benchmark": ["a_r_p", "-b", "512M"], "env": {},
+              "candidates": [{"name": "defaults", "env": {}}, {"name": "c8", "env": {"NCCL_MIN_NCHANNELS": "8"}}],
+              "rank_prefixes": [["env", "NCCL_HOSTID=h0"], ["env", "NCCL_HOSTID=h1"]],
+              "repetitions": 3, "expected_ranks": 2, "timeout_s": 5, "chdir": str(tmp_path)}
+    measured = module.measure(params, runner)
+    assert measured["failures"] == [] and measured["results"]["c8"] == [3.0] * 3
+    assert calls[1] == ["mpirun", "-x", "NCCL_DEBUG", "-x", "NCCL_MIN_NCHANNELS", "-np", "1", "env", "NCCL_HOSTID=h0",
+                        "a_r_p", "-b", "512M", ":", "-np", "1", "env", "NCCL_HOSTID=h1", "a_r_p", "-b", "512M"]
+
+
 def _kept(tuning, hardware=None):
     hardware = hardware or tune.fingerprint(HOST)
     return tune.read_record(json.dumps(tune.record(tune.fingerprint(HOST), {"winner": "w"}, tuning)), hardware)
