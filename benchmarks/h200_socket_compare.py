@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 import sys
 
@@ -52,6 +53,13 @@ def main():
     parser.add_argument("--tcp-seconds", type=int, default=3)
     parser.add_argument("--tcp-streams", default="1,2,4,8,16")
     args = parser.parse_args()
+    # NCCL reads /etc/nccl.conf in every rank (a variable of the environment wins): a profile's
+    # tuning there would run under "defaults" too.
+    conf = open("/etc/nccl.conf", encoding="utf-8").read() if os.path.exists("/etc/nccl.conf") else ""
+    tuned_there = sorted(name for name in nccl_autotune.TUNING_NAMES if re.search(r"^" + name + "=", conf, re.M))
+    if tuned_there:
+        sys.exit("/etc/nccl.conf sets {0}: NCCL's defaults cannot be measured; move it away first".format(
+            ", ".join(tuned_there)))
     logs = os.path.join(os.path.dirname(os.path.abspath(args.out_json)), "logs")
     os.makedirs(logs, exist_ok=True)
     with open(args.tuning_json, encoding="utf-8") as handle:
