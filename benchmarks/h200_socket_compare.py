@@ -55,10 +55,13 @@ def main():
     args = parser.parse_args()
     # NCCL reads /etc/nccl.conf in every rank (a variable of the environment wins): a profile's
     # tuning there would run under "defaults" too.
-    conf = open("/etc/nccl.conf", encoding="utf-8").read() if os.path.exists("/etc/nccl.conf") else ""
+    conf = ""
+    if os.path.exists("/etc/nccl.conf"):
+        with open("/etc/nccl.conf", encoding="utf-8", errors="replace") as handle:
+            conf = handle.read()
     tuned_there = sorted(name for name in nccl_autotune.TUNING_NAMES if re.search(r"^" + name + "=", conf, re.M))
     if tuned_there:
-        sys.exit("/etc/nccl.conf sets {0}: NCCL's defaults cannot be measured; move it away first".format(
+        sys.exit("/etc/nccl.conf sets {}: NCCL's defaults cannot be measured; move it away first".format(
             ", ".join(tuned_there)))
     logs = os.path.join(os.path.dirname(os.path.abspath(args.out_json)), "logs")
     os.makedirs(logs, exist_ok=True)
@@ -88,7 +91,7 @@ def main():
     tcp("before", counts)
     for rep in range(args.reps):
         for cand in candidates:
-            log = os.path.join(logs, "{0}-{1}.txt".format(rep, cand["name"].replace(" ", "_").replace("=", "")))
+            log = os.path.join(logs, "{}-{}.txt".format(rep, cand["name"].replace(" ", "_").replace("=", "")))
             busbw, seconds, rc = h200_socket_grid.run_nccl(args.bin_dir, cand["env"], args, log, args.timeout)
             data["results"][cand["name"]].append(busbw)
             data["streams"][cand["name"]] = h200_socket_grid.streams_each_way(log, cand["env"])
@@ -115,7 +118,7 @@ def main():
     }
     save()
     for name, row in stats.items():
-        print("{0:20s} median {1} spread {2} streams {3}".format(name, row["median"], row["spread"],
+        print("{:20s} median {} spread {} streams {}".format(name, row["median"], row["spread"],
                                                                   data["streams"].get(name)), flush=True)
     print("tcp medians:", json.dumps(tcp_median), flush=True)
     print("ratios:", json.dumps(data["ratios"]), flush=True)

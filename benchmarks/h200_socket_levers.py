@@ -34,13 +34,13 @@ def candidate(threads=None, socks=None, channels=None, buff_mib=None):
     env, parts = {}, []
     if threads:
         env.update(NCCL_SOCKET_NTHREADS=str(threads), NCCL_NSOCKS_PERTHREAD=str(socks))
-        parts.append("threads={0} socks={1}".format(threads, socks))
+        parts.append(f"threads={threads} socks={socks}")
     if channels:
         env.update(NCCL_MIN_NCHANNELS=str(channels), NCCL_MAX_NCHANNELS=str(channels))
-        parts.append("channels={0}".format(channels))
+        parts.append(f"channels={channels}")
     if buff_mib:
         env["NCCL_BUFFSIZE"] = str(buff_mib * MIB)
-        parts.append("buffsize={0}M".format(buff_mib))
+        parts.append(f"buffsize={buff_mib}M")
     return {"name": " ".join(parts) or "defaults", "env": env}
 
 
