@@ -9,8 +9,9 @@ fixed -n/-w, each candidate of nccl_validate's autotune grid (module_utils/nccl_
 `grid`) repeated, the repetitions interleaved (rep 1 of every candidate, then rep 2, ...) so that a
 drift of the machine hits all alike. The decision is `choose` of the same module; the winner is
 then measured again against the defaults, interleaved, and `ratio` gives tuned/defaults with its
-spread. Raw TCP of the same path: a socket test of STREAMS streams each way at once (one process
-per stream end), and iperf3 --bidir where installed.
+spread. Raw TCP of the same path: a socket test of as many streams each way at once as NCCL
+opened for the winner (one process per stream end; 2 before and after, for the record), and
+iperf3 --bidir where installed.
 
   h200_socket_grid.py BIN_DIR OUT_JSON [--reps 3] [--size 512M] [--iters 8] [--warmup 2]
 
@@ -24,6 +25,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -137,6 +139,21 @@ def tcp_rate(streams, seconds, base_port=29700):
             "gbytes_per_s": round(min(ways), 3), "gbit_per_s": round(min(ways) * 8, 2)}
 
 
+def streams_each_way(log, env):
+    """TCP streams NCCL opened each way in one launch: its channels (the log's "N coll channels")
+    x the sockets of each connection (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD; NCCL's
+    default, 0 helper threads, sends on one socket from its proxy thread). None without the line."""
+    match = None
+    with open(log, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            match = re.search(r"NCCL INFO (\d+) coll channels", line) or match
+    if not match:
+        return None
+    threads = int(env.get("NCCL_SOCKET_NTHREADS", "0"))
+    socks = int(env.get("NCCL_NSOCKS_PERTHREAD", "1"))
+    return int(match.group(1)) * max(1, threads * socks)
+
+
 def iperf3_rate(seconds):
     if not shutil.which("iperf3"):
         return None
@@ -185,6 +202,7 @@ def main():
         slug = candidate["name"].replace(" ", "_").replace("=", "")
         log = os.path.join(logs, f"{phase}-{rep}-{slug}.txt")
         busbw, seconds, rc = run_nccl(args.bin_dir, candidate["env"], args, log, args.timeout)
+        streams[candidate["name"]] = streams_each_way(log, candidate["env"]) if rc == 0 else None
         entry = {"phase": phase, "rep": rep, "name": candidate["name"], "env": candidate["env"],
                  "busbw_gbps": busbw, "seconds": seconds, "rc": rc}
         data["repetitions"].append(entry)
@@ -194,6 +212,7 @@ def main():
 
     data["tcp_before"] = tcp_rate(2, args.tcp_seconds)
     print("tcp:", json.dumps(data["tcp_before"]), flush=True)
+    streams = {}
     for rep in range(args.reps):
         for candidate in candidates:
             data["results"][candidate["name"]].append(measure(candidate, rep, "grid"))
@@ -210,8 +229,14 @@ def main():
                          "ratio": nccl_autotune.ratio(tuned, base)}
     data["tcp_after"] = tcp_rate(2, args.tcp_seconds)
     data["iperf3"] = iperf3_rate(args.tcp_seconds)
-    tcp = max(data["tcp_before"]["gbytes_per_s"], data["tcp_after"]["gbytes_per_s"])
     tuned_median = data["remeasure"]["ratio"]["tuned"]["median"]
+    # Raw TCP at the stream count NCCL used for the winner, both ways at once: on a path bound by
+    # the cores (loopback) TCP's rate grows with the streams, so 2 streams against NCCL's 8
+    # compares unlike with unlike.
+    data["streams_each_way"] = streams
+    matched = streams.get(winner["name"])
+    data["tcp_winner_streams"] = tcp_rate(matched, args.tcp_seconds) if matched else None
+    tcp = (data["tcp_winner_streams"] or {}).get("gbytes_per_s")
     data["tuned_over_tcp"] = round(tuned_median / tcp, 3) if tuned_median and tcp else None
     save()
     print("remeasure:", json.dumps(data["remeasure"]["ratio"]), "tuned/tcp:", data["tuned_over_tcp"], flush=True)

@@ -15,12 +15,19 @@ from __future__ import annotations
 import hashlib
 import json
 
-from .nccl_env import MAX_SOCKET_NTHREADS, MAX_SOCKETS, TUNING_NAMES
+from .nccl_env import MAX_CHANNELS, MAX_SOCKET_NTHREADS, MAX_SOCKETS, TUNING_NAMES
 
 DEFAULTS = "defaults"
 SOCKET_THREADS = (1, 2, 4, 8)
 SOCKS_PER_THREAD = (1, 2, 4)
 SOCKET_NAMES = ("NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD")
+# More channels than NCCL's own choice (2 between two one-GPU nodes over NET/Socket), pinned
+# (NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS), with few socket threads each: every channel opens
+# its own sockets, so threads x channels must stay within the cores. On the H200 over NET/Socket
+# 8 channels of 1 thread x 1 socket gave 11.6 GB/s where 2 threads x 2 sockets on NCCL's 2
+# channels gave 8.0 (docs/benchmarks.md).
+CHANNELS = (4, 8)
+CHANNEL_SOCKET_PAIRS = ((1, 1), (2, 1))
 # The values often copied from tuning guides for NCCL over TCP.
 COMMON = {"NCCL_SOCKET_NTHREADS": "2", "NCCL_NSOCKS_PERTHREAD": "4", "NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}
 ALGO_PROTO = {"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}
@@ -39,15 +46,26 @@ def socket_pairs():
             if 1 <= threads <= MAX_SOCKET_NTHREADS and threads * socks <= MAX_SOCKETS]
 
 
+def channel_candidates():
+    """Socket pairs on a pinned channel count: [{name, env}] within NCCL's limits (1-64 channels)."""
+    return [{"name": "threads={0} socks={1} channels={2}".format(threads, socks, channels),
+             "env": {"NCCL_SOCKET_NTHREADS": str(threads), "NCCL_NSOCKS_PERTHREAD": str(socks),
+                     "NCCL_MIN_NCHANNELS": str(channels), "NCCL_MAX_NCHANNELS": str(channels)}}
+            for channels in CHANNELS for threads, socks in CHANNEL_SOCKET_PAIRS
+            if 1 <= channels <= MAX_CHANNELS and threads * socks <= MAX_SOCKETS]
+
+
 def grid(transport, socket_grid=True, common=True, algo_proto=True):
     """The candidates in the order they are measured: [{name, env}], NCCL's defaults (no tuning
-    variable) first. On RDMA transports (ib, efa) no candidate sets a socket variable."""
+    variable) first. On RDMA transports (ib, efa) no candidate sets a socket variable, nor a
+    channel count (those candidates come with socket variables)."""
     rdma = str(transport or "any").lower() in RDMA_TRANSPORTS
     candidates = [{"name": DEFAULTS, "env": {}}]
     if socket_grid and not rdma:
         candidates += [{"name": "threads={0} socks={1}".format(threads, socks),
                         "env": {"NCCL_SOCKET_NTHREADS": str(threads), "NCCL_NSOCKS_PERTHREAD": str(socks)}}
                        for threads, socks in socket_pairs()]
+        candidates += channel_candidates()
     if common:
         env = {name: value for name, value in COMMON.items() if not (rdma and name in SOCKET_NAMES)}
         candidates.append({"name": "common", "env": env})

@@ -33,6 +33,14 @@ options:
     type: list
     elements: str
     required: true
+  rank_prefixes:
+    description:
+      - Per rank, words put before the benchmark in its own Open MPI app context
+        (C(launcher PREFIX0 BENCHMARK : PREFIX1 BENCHMARK)), as the node-local NET test launches
+        its two ranks; empty, one app context for all ranks.
+    type: list
+    elements: list
+    default: []
   env:
     description: Environment of every run (the profile and the run's logging settings).
     type: dict
@@ -110,6 +118,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ncclkit.cluster.plugins.module_utils.bounded_run import BoundedRunError, run_bounded
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune import DEFAULTS, choose, ratio
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_net_loopback import mpmd_argv
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import NcclTestsParseError, parse_file
 
 
@@ -138,7 +147,8 @@ def measure(params, runner=run_bounded):
         for index, candidate in enumerate(params["candidates"]):
             names = sorted(candidate.get("env") or {})
             forward = [item for name in names for item in ("-x", name)]
-            argv = list(params["launcher"]) + forward + list(params["benchmark"])
+            launcher = list(params["launcher"]) + forward
+            argv = mpmd_argv(launcher + list(params["benchmark"]), len(launcher), params.get("rank_prefixes") or [])
             env = dict(base_env, **{name: str(candidate["env"][name]) for name in names})
             out = os.path.join(params["chdir"], "autotune-{0}-{1}.txt".format(index, repetition))
             err = out[:-4] + ".stderr.txt"
@@ -161,6 +171,7 @@ def main():
         argument_spec=dict(
             launcher=dict(type="list", elements="str", required=True),
             benchmark=dict(type="list", elements="str", required=True),
+            rank_prefixes=dict(type="list", elements="list", default=[]),
             env=dict(type="dict", default={}),
             candidates=dict(type="list", elements="dict", required=True),
             repetitions=dict(type="int", default=3),

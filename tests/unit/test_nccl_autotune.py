@@ -30,8 +30,10 @@ def test_sockets_get_defaults_first_the_grid_the_common_values_and_algo_proto():
     names = [candidate["name"] for candidate in tune.grid("any")]
     assert names[0] == "defaults" and tune.grid("any")[0]["env"] == {}
     assert names[1:13] == [f"threads={t} socks={s}" for t in (1, 2, 4, 8) for s in (1, 2, 4)]
-    assert names[13:] == ["common", "algo=Ring proto=Simple"]
-    assert tune.grid("any")[13]["env"] == {"NCCL_SOCKET_NTHREADS": "2", "NCCL_NSOCKS_PERTHREAD": "4",
+    assert names[13:17] == ["threads=1 socks=1 channels=4", "threads=2 socks=1 channels=4",
+                            "threads=1 socks=1 channels=8", "threads=2 socks=1 channels=8"]
+    assert names[17:] == ["common", "algo=Ring proto=Simple"]
+    assert tune.grid("any")[17]["env"] == {"NCCL_SOCKET_NTHREADS": "2", "NCCL_NSOCKS_PERTHREAD": "4",
                                            "NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}
 
 
@@ -39,13 +41,31 @@ def test_sockets_get_defaults_first_the_grid_the_common_values_and_algo_proto():
 def test_rdma_hosts_never_get_a_socket_variable(transport):
     candidates = nccl_autotune_grid(transport)
     assert [c["name"] for c in candidates] == ["defaults", "common"]
-    assert all(not set(c["env"]) & {"NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD"} for c in candidates)
+    assert all(not set(c["env"]) & {"NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD", "NCCL_MIN_NCHANNELS"}
+               for c in candidates)
     assert candidates[1]["env"] == {"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}
 
 
 def test_the_grid_parts_can_be_left_out():
     assert [c["name"] for c in nccl_autotune_grid("any", "false", "no", False)] == ["defaults"]
-    assert len(nccl_autotune_grid("any", True, False, False)) == 13
+    assert len(nccl_autotune_grid("any", True, False, False)) == 17
+
+
+def test_channel_candidates_pin_the_count_and_keep_few_socket_threads():
+    for candidate in tune.channel_candidates():
+        env = candidate["env"]
+        assert env["NCCL_MIN_NCHANNELS"] == env["NCCL_MAX_NCHANNELS"]
+        assert 1 <= int(env["NCCL_MIN_NCHANNELS"]) <= 64 and int(env["NCCL_SOCKET_NTHREADS"]) <= 2
+    assert tune.channel_candidates()[2]["env"] == {"NCCL_SOCKET_NTHREADS": "1", "NCCL_NSOCKS_PERTHREAD": "1",
+                                                   "NCCL_MIN_NCHANNELS": "8", "NCCL_MAX_NCHANNELS": "8"}
+
+
+@pytest.mark.parametrize("value", ["0", "65", "eight"])
+def test_the_profile_refuses_a_channel_count_nccl_does_not_take(value):
+    settings = {"ifname": "eth1", "cluster_networks": ["10.0.0.0/24"],
+                "measured_tuning": {"NCCL_MIN_NCHANNELS": value, "NCCL_MAX_NCHANNELS": "8"}}
+    problems = env_problems(settings)
+    assert len(problems) == 1 and "NCCL_MIN_NCHANNELS" in problems[0] and "1-64" in problems[0]
 
 
 def test_noise_within_the_spread_keeps_the_defaults():
@@ -155,6 +175,25 @@ def test_the_module_interleaves_forwards_each_variable_and_reads_the_peak(tmp_pa
     assert tune.choose(measured["results"])["winner"] == "s4"
     params["expected_ranks"] = 4
     assert module.measure(params, runner)["failures"][0] == "defaults, repetition 1: 2 ranks, expected 4"
+
+
+def test_the_module_gives_each_rank_its_prefix_after_the_candidates_variables(tmp_path):
+    calls = []
+
+    def runner(argv, out, err, timeout_s, kill_after_s, env, cwd, forensics):
+        calls.append(argv)
+        with open(out, "w") as handle:
+            handle.write(OUTPUT.format("3.00"))
+        return {"rc": 0, "timed_out": False}
+
+    params = {"launcher": ["mpirun", "-x", "NCCL_DEBUG"], "benchmark": ["a_r_p", "-b", "512M"], "env": {},
+              "candidates": [{"name": "defaults", "env": {}}, {"name": "c8", "env": {"NCCL_MIN_NCHANNELS": "8"}}],
+              "rank_prefixes": [["env", "NCCL_HOSTID=h0"], ["env", "NCCL_HOSTID=h1"]],
+              "repetitions": 3, "expected_ranks": 2, "timeout_s": 5, "chdir": str(tmp_path)}
+    measured = module.measure(params, runner)
+    assert measured["failures"] == [] and measured["results"]["c8"] == [3.0] * 3
+    assert calls[1] == ["mpirun", "-x", "NCCL_DEBUG", "-x", "NCCL_MIN_NCHANNELS", "-np", "1", "env", "NCCL_HOSTID=h0",
+                        "a_r_p", "-b", "512M", ":", "-np", "1", "env", "NCCL_HOSTID=h1", "a_r_p", "-b", "512M"]
 
 
 def _kept(tuning, hardware=None):

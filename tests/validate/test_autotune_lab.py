@@ -69,11 +69,13 @@ def test_the_autotune_chooses_writes_the_profile_and_a_second_play_changes_nothi
     assert done.rc == 0, done.stdout[-4000:]
     tune = report["autotune"]
     assert tune["status"] == "measured" and tune["transport"] == "any"
-    # 1 + 12 + 2 candidates 3 times, then the winner and the defaults 3 times, and the multi-node run.
-    assert len(tune["candidates"]) == 15 and tune["runs"] == 45 + 6 and len(calls) == 1 + 51
-    grid_calls = calls[1:46]
-    assert grid_calls[0] == "-e 536870912 " and grid_calls[15] == "-e 536870912 "  # interleaved: defaults each round
-    assert "NCCL_ALGO=Ring NCCL_NSOCKS_PERTHREAD=4 NCCL_PROTO=Simple NCCL_SOCKET_NTHREADS=2" in calls[14]
+    # 1 + 12 + 4 (channel counts) + 2 candidates 3 times, then the winner and the defaults 3 times,
+    # and the multi-node run.
+    assert len(tune["candidates"]) == 19 and tune["runs"] == 57 + 6 and len(calls) == 1 + 63
+    grid_calls = calls[1:58]
+    assert grid_calls[0] == "-e 536870912 " and grid_calls[19] == "-e 536870912 "  # interleaved: defaults each round
+    assert "NCCL_MAX_NCHANNELS=8 NCCL_MIN_NCHANNELS=8 NCCL_NSOCKS_PERTHREAD=1" in calls[16]
+    assert "NCCL_ALGO=Ring NCCL_NSOCKS_PERTHREAD=4 NCCL_PROTO=Simple NCCL_SOCKET_NTHREADS=2" in calls[18]
     # The stand-in peaks at 8 sockets (3.0 GB/s against the defaults' 1.5); Ring/Simple costs 30%.
     winner = tune["tuning"]
     assert set(winner) == {"NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD"}
