@@ -25,7 +25,7 @@ LAB_INDICES: dict[str, tuple[int, ...]] = {
     "tests/validate/test_find_slow_lab.py": (45,),
     "benchmarks/find_slow.py (as docs/benchmarks.md runs it: 4 and 8 nodes)": (46, 47),
     "tests/validate/test_validate_role.py": (60,),
-    "tests/validate/test_gates_lab.py": (35,),
+    "tests/validate/test_gates_lab.py": (36,),
     "tests/nccl_tests/test_nccl_tests_lab.py": (80,),
     "tests/lab/test_lab_cluster.py": (90,),
     "tests/lab/test_lab_lifecycle.py": (91,),
