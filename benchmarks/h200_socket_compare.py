@@ -118,8 +118,9 @@ def main():
     }
     save()
     for name, row in stats.items():
-        print("{:20s} median {} spread {} streams {}".format(name, row["median"], row["spread"],
-                                                                  data["streams"].get(name)), flush=True)
+        line = "{:20s} median {} spread {} streams {}".format(name, row["median"], row["spread"],
+                                                             data["streams"].get(name))
+        print(line, flush=True)
     print("tcp medians:", json.dumps(tcp_median), flush=True)
     print("ratios:", json.dumps(data["ratios"]), flush=True)
 

@@ -67,7 +67,7 @@ def main(argv):
     request = json.loads(argv[1])
     probes = probe(request.get("source", ""), request.get("targets", {}), request.get("master") or {},
                    float(request.get("timeout", 1.0)))
-    print(json.dumps({"probes": probes}))
+    sys.stdout.write(json.dumps({"probes": probes}) + "\n")
 
 
 if __name__ == "__main__":

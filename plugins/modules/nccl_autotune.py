@@ -36,8 +36,8 @@ options:
   rank_prefixes:
     description:
       - Per rank, words put before the benchmark in its own Open MPI app context
-        (C(launcher PREFIX0 BENCHMARK : PREFIX1 BENCHMARK)), as the node-local NET test launches
-        its two ranks; empty, one app context for all ranks.
+        (the launcher, then PREFIX0 BENCHMARK, a colon, PREFIX1 BENCHMARK), as the node-local NET
+        test launches its two ranks; empty, one app context for all ranks.
     type: list
     elements: list
     default: []

@@ -84,7 +84,8 @@ def test_a_healthy_lab_passes_the_gate_calibrated_on_nccl_networks_links(played)
     # nccl_network's own measurement: the ring and two rounds of random pairs, both directions.
     assert links["measured"] and links["passed"] is True and len(links["links"]) == 12, links
     assert gate["state"] == "passed" and gate["measured"] > gate["threshold"] > 0, gate
-    assert gate["source"] == f"{FRACTION:g} x median link {links['median_gbps']:g} Gbit/s (iperf3, 12 link(s)) / 8", gate
+    expected = f"{FRACTION:g} x median link {links['median_gbps']:g} Gbit/s (iperf3, 12 link(s)) / 8"
+    assert gate["source"] == expected, gate
     assert gate["threshold"] == pytest.approx(FRACTION * links["median_gbps"] / 8, rel=0.01), gate
     assert "## Gates" in healthy["markdown"] and gate["source"] in healthy["markdown"]
     assert '<section id="gates">' in healthy["html"]
