@@ -93,11 +93,11 @@ def main() -> None:
                 for label, repo, nodes, index in labs:
                     result = site(repo, Path(folder) / f"hosts-{index}.yml", max(nodes, 5), args.profile)
                     results[label, nodes, which] = result
+                    counts = result["per_host"].values()
                     print(f"{label} {nodes} nodes {which} run: {result['seconds']:.1f} s rc {result['rc']} "
                           f"changed {result['changed']} failed {result['failed']} "
                           f"load {os.getloadavg()[0]:.1f} tasks per host (ok+skipped) "
-                          f"{min(result['per_host'].values(), default=0)} to {max(result['per_host'].values(), default=0)}",
-                          flush=True)
+                          f"{min(counts, default=0)} to {max(counts, default=0)}", flush=True)
                     for task, secs in result["tasks"]:
                         print(f"    {secs}s  {task.strip()}")
                     if result["tail"]:
