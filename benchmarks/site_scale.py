@@ -62,8 +62,14 @@ def site(repo: Path, inventory: Path, forks: int, profile: bool) -> dict:
     # deterministic figure beside the noisy times. The first host also runs the run_once tasks.
     per_host = {m[0]: int(m[1]) + int(m[5]) for m in RECAP.findall(run.stdout)}
     return {"seconds": seconds, "rc": run.returncode, "changed": sum(recap.values()), "failed": failed,
-            "hosts": len(recap), "tasks": tasks[:8], "tail": run.stdout[-1500:] if run.returncode else "",
+            "hosts": len(recap), "tasks": tasks[:8], "tail": failure(run.stdout) if run.returncode else "",
             "per_host": per_host}
+
+
+def failure(stdout: str) -> str:
+    """The first failed task's lines (its message names the cause), then the end of the output."""
+    first = stdout.find("fatal: [")
+    return (stdout[max(first - 300, 0):first + 2500] + "\n...\n" if first >= 0 else "") + stdout[-1500:]
 
 
 def main() -> None:
