@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 # The module_utils are imported inside the filters, not here: Ansible imports every filter file of
-# the collection in each worker that calls any of them (0.08 s CPU a worker, docs/benchmarks.md).
+# the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
 
 
 def cluster_nic(nics_by_host, host, ifname="", cluster_cidr=""):

@@ -40,7 +40,7 @@ _value:
 """
 
 # The module_utils are imported inside the filters, not here: Ansible imports every filter file of
-# the collection in each worker that calls any of them (0.08 s CPU a worker, docs/benchmarks.md).
+# the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
 
 
 def nccl_validate_needs_diagnosis(run, perf, expected_transport):
