@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)"
+                   r"\s+skipped=(\d+)", re.M)
 # profile_tasks' lines: "role : task name ------- 12.34s"
 TASK_TIME = re.compile(r"^(.+?) -{3,} (\d+\.\d+)s$", re.M)
 
@@ -57,8 +58,18 @@ def site(repo: Path, inventory: Path, forks: int, profile: bool) -> dict:
     recap = {m[0]: int(m[2]) for m in RECAP.findall(run.stdout)}
     failed = sum(int(m[4]) + int(m[3]) for m in RECAP.findall(run.stdout))
     tasks = TASK_TIME.findall(run.stdout.split("PLAY RECAP")[-1]) if profile else []
+    # The tasks each host executed (ok + skipped; a run_once task counts on its host only): a
+    # deterministic figure beside the noisy times. The first host also runs the run_once tasks.
+    per_host = {m[0]: int(m[1]) + int(m[5]) for m in RECAP.findall(run.stdout)}
     return {"seconds": seconds, "rc": run.returncode, "changed": sum(recap.values()), "failed": failed,
-            "hosts": len(recap), "tasks": tasks[:8], "tail": run.stdout[-1500:] if run.returncode else ""}
+            "hosts": len(recap), "tasks": tasks[:8], "tail": failure(run.stdout) if run.returncode else "",
+            "per_host": per_host}
+
+
+def failure(stdout: str) -> str:
+    """The first failed task's lines (its message names the cause), then the end of the output."""
+    first = stdout.find("fatal: [")
+    return (stdout[max(first - 300, 0):first + 2500] + "\n...\n" if first >= 0 else "") + stdout[-1500:]
 
 
 def main() -> None:
@@ -88,9 +99,11 @@ def main() -> None:
                 for label, repo, nodes, index in labs:
                     result = site(repo, Path(folder) / f"hosts-{index}.yml", max(nodes, 5), args.profile)
                     results[label, nodes, which] = result
+                    counts = result["per_host"].values()
                     print(f"{label} {nodes} nodes {which} run: {result['seconds']:.1f} s rc {result['rc']} "
                           f"changed {result['changed']} failed {result['failed']} "
-                          f"load {os.getloadavg()[0]:.1f}", flush=True)
+                          f"load {os.getloadavg()[0]:.1f} tasks per host (ok+skipped) "
+                          f"{min(counts, default=0)} to {max(counts, default=0)}", flush=True)
                     for task, secs in result["tasks"]:
                         print(f"    {secs}s  {task.strip()}")
                     if result["tail"]:

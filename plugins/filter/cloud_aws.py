@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ncclkit.cluster.plugins.module_utils.aws_cluster_plan import (
-    APPLY_ACTIONS,
-    READ_ACTIONS,
-    AwsPlanError,
-    cluster_plan,
-    error_line,
-)
+# The module_utils are imported inside the filters, not here: Ansible imports every filter file of
+# the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
 
 
 def cloud_aws_plan(instances, security_groups, wanted_ids, settings):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.aws_cluster_plan import (
+        AwsPlanError,
+        cluster_plan,
+    )
     try:
         return cluster_plan(list(instances), list(security_groups), list(wanted_ids), dict(settings))
     except AwsPlanError as error:
@@ -27,6 +26,11 @@ def cloud_aws_error_line(result, region, step="read", expected=""):
     when the module stopped with an exception (ansible-core then keeps only
     failed_when_suppressed_exception, without a msg: an endpoint that answers something other
     than EC2's XML, for example)."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.aws_cluster_plan import (
+        APPLY_ACTIONS,
+        READ_ACTIONS,
+        error_line,
+    )
     if result.get("skipped"):
         return ""
     actions = READ_ACTIONS if step == "read" else APPLY_ACTIONS

@@ -6,12 +6,13 @@ into a result the role can assert on before any host changes.
 
 from __future__ import annotations
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.mtu_plan import MtuPlanError, mtu_plan
-from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import erdma_devices
+# The module_utils are imported inside the filters, not here: Ansible imports every filter file of
+# the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
 
 
 def mtu_hosts(hostvars, hosts):
     """{host: {ifname, mtu, max_mtu, erdma}} from nccl_preflight's facts (NICs, RDMA ports)."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import erdma_devices
     found = {}
     for name in hosts:
         facts = hostvars[name]
@@ -25,6 +26,7 @@ def mtu_hosts(hostvars, hosts):
 
 def cluster_mtu_plan(wanted, hosts, jumbo_frames="auto"):
     """{"mtu", "changes", "error"}: error is "" when every host can take the MTU."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.mtu_plan import MtuPlanError, mtu_plan
     jumbo = {"true": True, "false": False}.get(str(jumbo_frames).lower())
     try:
         return {**mtu_plan(wanted, dict(hosts), jumbo), "error": ""}

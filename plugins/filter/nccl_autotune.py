@@ -9,22 +9,19 @@ from __future__ import annotations
 import base64
 
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune import (
-    fingerprint,
-    grid,
-    plan,
-    read_record,
-    record,
-)
+# The module_utils are imported inside the filters, not here: Ansible imports every filter file of
+# the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
 
 
 def nccl_autotune_grid(transport, socket_grid=True, common=True, algo_proto=True):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune import grid
     return grid(transport, boolean(socket_grid, strict=False), boolean(common, strict=False),
                 boolean(algo_proto, strict=False))
 
 
 def nccl_autotune_kept(slurped, hardware):
     """read_record of a slurp result (its base64 `content`; none when the file is missing)."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune import read_record
     content = (slurped or {}).get("content") or ""
     try:
         text = base64.b64decode(content).decode("utf-8", "replace")
@@ -33,14 +30,27 @@ def nccl_autotune_kept(slurped, hardware):
     return read_record(text, dict(hardware))
 
 
+def nccl_autotune_fingerprint(host):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune import fingerprint
+    return fingerprint(dict(host))
+
+
+def nccl_autotune_plan(kept_by_host, env_by_host, force, multi_run):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune import plan
+    return plan(dict(kept_by_host), dict(env_by_host or {}), boolean(force, strict=False), multi_run)
+
+
+def nccl_autotune_record(hardware, decision, tuning, remeasure=None):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune import record
+    return record(dict(hardware), dict(decision), dict(tuning or {}), remeasure)
+
+
 class FilterModule:
     def filters(self):
         return {
             "nccl_autotune_grid": nccl_autotune_grid,
-            "nccl_autotune_fingerprint": lambda host: fingerprint(dict(host)),
+            "nccl_autotune_fingerprint": nccl_autotune_fingerprint,
             "nccl_autotune_kept": nccl_autotune_kept,
-            "nccl_autotune_plan": lambda kept_by_host, env_by_host, force, multi_run: plan(
-                dict(kept_by_host), dict(env_by_host or {}), boolean(force, strict=False), multi_run),
-            "nccl_autotune_record": lambda hardware, decision, tuning, remeasure=None: record(
-                dict(hardware), dict(decision), dict(tuning or {}), remeasure),
+            "nccl_autotune_plan": nccl_autotune_plan,
+            "nccl_autotune_record": nccl_autotune_record,
         }

@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ncclkit.cluster.plugins.module_utils.check_findings import judge
-from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import rdma_transport
+# The module_utils are imported inside the filters, not here: Ansible imports every filter file of
+# the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
 
 
 def host_view(facts) -> dict:
     """One host's view for the judge: its survey's check view plus what the judge compares across hosts."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import rdma_transport
     view = (facts.get("__nccl_preflight_survey") or {}).get("check_view")
     if not view:
         raise AnsibleFilterError("nccl_check_judge: a host has no check view: run nccl_host_survey with check: true "
@@ -44,6 +45,7 @@ def probes_of(registered: dict, host: str) -> dict:
 
 
 def nccl_check_judge(hostvars, hosts, master):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.check_findings import judge
     if not hosts:
         raise AnsibleFilterError("nccl_check_judge: no hosts to judge")
     return judge({name: host_view(hostvars[name]) for name in hosts}, dict(master or {}))

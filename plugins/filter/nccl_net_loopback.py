@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_net_loopback
+# The module_utils are imported inside the filters, not here: Ansible imports every filter file of
+# the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
 
 
 def nccl_net_loopback_plan(mpi, gpus, env_names, ifname=""):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_net_loopback
     try:
         return nccl_net_loopback.plan(mpi if isinstance(mpi, dict) else {}, gpus, list(env_names or []), ifname or "")
     except ValueError as exc:
@@ -18,6 +20,7 @@ def nccl_net_loopback_plan(mpi, gpus, env_names, ifname=""):
 
 
 def nccl_mpmd_argv(argv, launcher_len, prefixes):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_net_loopback
     try:
         return nccl_net_loopback.mpmd_argv(argv, launcher_len, prefixes or [])
     except ValueError as exc:

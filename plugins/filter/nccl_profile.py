@@ -9,30 +9,12 @@ from __future__ import annotations
 import base64
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import (
-    NcclEnvError,
-    env_problems,
-    profile_env,
-)
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_launch import (
-    LaunchError,
-    hostfile_lines,
-    launch_plan,
-    plan_problems,
-    uniform_names,
-)
-from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import (
-    erdma_devices,
-    rdma_disagreement,
-    rdma_transport,
-    usable_rdma_ports,
-)
-from ansible_collections.ncclkit.cluster.plugins.module_utils.secret_names import env_file_mode, secret_names
-from ansible_collections.ncclkit.cluster.plugins.module_utils.ssh_host_keys import known_hosts_result
-from ansible_collections.ncclkit.cluster.plugins.module_utils.ssh_trust_need import ssh_trust_skip_reason
+# The module_utils are imported inside the filters, not here: Ansible imports every filter file of
+# the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
 
 
 def nccl_profile_env(settings):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import NcclEnvError, profile_env
     try:
         return profile_env(dict(settings))
     except NcclEnvError as error:
@@ -40,6 +22,7 @@ def nccl_profile_env(settings):
 
 
 def nccl_launch_plan(host, hosts, addresses, slots, master_port):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_launch import LaunchError, launch_plan
     try:
         return launch_plan(host, list(hosts), dict(addresses), dict(slots), master_port)
     except LaunchError as error:
@@ -47,10 +30,12 @@ def nccl_launch_plan(host, hosts, addresses, slots, master_port):
 
 
 def nccl_launch_problems(hosts, addresses, slots, master_port):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_launch import plan_problems
     return plan_problems(list(hosts), dict(addresses), dict(slots), master_port)
 
 
 def nccl_hostfile_lines(hosts, addresses, slots):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_launch import LaunchError, hostfile_lines
     try:
         return hostfile_lines(list(hosts), dict(addresses), dict(slots))
     except LaunchError as error:
@@ -71,6 +56,7 @@ def expected_transport(env):
 
 def ssh_known_hosts(slurped, names):
     """{lines, error} from slurp results of public host key files and the host's names."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.ssh_host_keys import known_hosts_result
     texts = {}
     for result in slurped or []:
         source = result.get("source") or result.get("item") or "?"
@@ -87,24 +73,68 @@ def ssh_known_hosts_errors(known_by_host):
             if (known or {}).get("error")]
 
 
+def nccl_profile_env_problems(settings):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import env_problems
+    return env_problems(dict(settings))
+
+
+def nccl_env_uniform_names(envs):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_launch import uniform_names
+    return uniform_names(list(envs))
+
+
+def rdma_usable_ports(lines):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import usable_rdma_ports
+    return usable_rdma_ports(lines)
+
+
+def rdma_erdma_devices(lines):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import erdma_devices
+    return erdma_devices(lines)
+
+
+def rdma_transport_of(lines):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import rdma_transport
+    return rdma_transport(lines)
+
+
+def nccl_env_secret_names(env):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.secret_names import secret_names
+    return secret_names(env or {})
+
+
+def nccl_env_file_mode(names, readable="0644", private="0600"):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.secret_names import env_file_mode
+    return env_file_mode(names or [], readable, private)
+
+
+def nccl_ssh_trust_skip_reason(hosts, connections):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.ssh_trust_need import ssh_trust_skip_reason
+    return ssh_trust_skip_reason(hosts, connections)
+
+
+def rdma_disagreement_of(ports_by_host):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import rdma_disagreement
+    return rdma_disagreement(dict(ports_by_host))
+
+
 class FilterModule:
     def filters(self):
         return {
             "nccl_profile_env": nccl_profile_env,
-            "nccl_profile_env_problems": lambda settings: env_problems(dict(settings)),
+            "nccl_profile_env_problems": nccl_profile_env_problems,
             "nccl_launch_plan": nccl_launch_plan,
             "nccl_launch_problems": nccl_launch_problems,
             "nccl_hostfile_lines": nccl_hostfile_lines,
-            "nccl_env_uniform_names": lambda envs: uniform_names(list(envs)),
-            "rdma_usable_ports": usable_rdma_ports,
-            "rdma_erdma_devices": erdma_devices,
-            "rdma_transport": rdma_transport,
+            "nccl_env_uniform_names": nccl_env_uniform_names,
+            "rdma_usable_ports": rdma_usable_ports,
+            "rdma_erdma_devices": rdma_erdma_devices,
+            "rdma_transport": rdma_transport_of,
             "nccl_expected_transport": expected_transport,
             "nccl_ssh_known_hosts": ssh_known_hosts,
             "nccl_ssh_known_hosts_errors": ssh_known_hosts_errors,
-            "nccl_env_secret_names": lambda env: secret_names(env or {}),
-            "nccl_env_file_mode": lambda names, readable="0644", private="0600": env_file_mode(
-                names or [], readable, private),
-            "nccl_ssh_trust_skip_reason": ssh_trust_skip_reason,
-            "rdma_disagreement": lambda ports_by_host: rdma_disagreement(dict(ports_by_host)),
+            "nccl_env_secret_names": nccl_env_secret_names,
+            "nccl_env_file_mode": nccl_env_file_mode,
+            "nccl_ssh_trust_skip_reason": nccl_ssh_trust_skip_reason,
+            "rdma_disagreement": rdma_disagreement_of,
         }

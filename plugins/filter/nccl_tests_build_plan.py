@@ -67,13 +67,12 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_plan import (
-    PlanError,
-    build_plan,
-)
+# The module_utils are imported inside the filters, not here: Ansible imports every filter file of
+# the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
 
 
 def nccl_tests_build_plan(settings, gpu, cuda, nccl, mpi):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_plan import PlanError, build_plan
     try:
         return build_plan(dict(settings), gpu, cuda, nccl, mpi)
     except PlanError as error:

@@ -62,13 +62,12 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_plan import (
-    PlanError,
-    install_state,
-)
+# The module_utils are imported inside the filters, not here: Ansible imports every filter file of
+# the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
 
 
 def nccl_tests_install_state(scan_lines, settings, cuda, nccl, mpi):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_plan import PlanError, install_state
     try:
         return install_state(list(scan_lines), dict(settings), cuda, nccl, mpi)
     except PlanError as error:

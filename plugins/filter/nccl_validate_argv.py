@@ -57,12 +57,12 @@ _value:
   elements: str
 """
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_validate_run import (
-    benchmark_argv,
-)
+# The module_utils are imported inside the filters, not here: Ansible imports every filter file of
+# the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
 
 
 def nccl_validate_argv(launcher, binary, sizes, gpus_per_process, json_file, json=False):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_validate_run import benchmark_argv
     return benchmark_argv(list(launcher or []), binary, dict(sizes), gpus_per_process, json_file, json)
 
 

@@ -39,12 +39,12 @@ _value:
   type: bool
 """
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_validate_run import (
-    needs_diagnosis,
-)
+# The module_utils are imported inside the filters, not here: Ansible imports every filter file of
+# the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
 
 
 def nccl_validate_needs_diagnosis(run, perf, expected_transport):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_validate_run import needs_diagnosis
     return needs_diagnosis(run, perf, expected_transport)
 
 

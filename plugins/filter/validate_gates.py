@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.validate_gates import (
-    GateError,
-    plan_gates,
-)
+# The module_utils are imported inside the filters, not here: Ansible imports every filter file of
+# the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
 
 
 def nccl_validate_gates(settings, ports_by_host, network_facts):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate_gates import GateError, plan_gates
     try:
         return plan_gates(dict(settings or {}), dict(ports_by_host or {}), list(network_facts or []))
     except GateError as error:

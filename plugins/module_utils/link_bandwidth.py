@@ -139,8 +139,8 @@ def _verdict(code, severity, source, target, cause, fix):
 
 
 def recorded(network) -> Optional[dict]:
-    """The measured `link_bandwidth` of the ncclkit_network facts (host -> facts; every host carries
-    the cluster's record), or None: what the reports' link-bandwidth tables show."""
+    """The measured `link_bandwidth` of the ncclkit_network facts (host -> facts; the report host
+    carries the cluster's record), or None: what the reports' link-bandwidth tables show."""
     for dummy, facts in sorted((network or {}).items()):
         record = facts.get("link_bandwidth") if isinstance(facts, dict) else None
         if isinstance(record, dict) and record.get("measured") and isinstance(record.get("links"), list):

@@ -229,7 +229,8 @@ def _host_checks(host, record, facts, runs, known):
 
 
 def reachability_rows(network):
-    """The reachability matrix rows of nccl_network (every host carries the cluster's), each pair once."""
+    """The reachability matrix rows of nccl_network (on its report host; older facts carried them on
+    every host), each pair once."""
     rows = {}
     for facts in network.values():
         matrix = (facts or {}).get("reachability") if isinstance(facts, dict) else None
@@ -272,7 +273,7 @@ def _matrix_section(rows, network):
 
 
 def _network_verdicts(network):
-    """nccl_network's verdicts (every host carries the cluster's list), each once, with its fix."""
+    """nccl_network's verdicts (on its report host; older facts on every host), each once, with its fix."""
     seen, items = set(), []
     for _host, facts in sorted(network.items()):
         for verdict in (facts or {}).get("verdicts") or [] if isinstance(facts, dict) else []:

@@ -138,8 +138,11 @@ def network_verdict(network):
     reasons, seen = [], set()
     for host, facts in sorted((network or {}).items()):
         if isinstance(facts, dict) and facts.get("passed") is False:
+            # The cluster's verdicts are stored once, on the report host: the others name it.
+            if "verdicts" not in facts and facts.get("report_host") in network:
+                continue
             verdicts = facts.get("verdicts") or ["nccl_network reported a failure"]
-            # Every host carries the cluster's whole verdict list: say each verdict once.
+            # Facts recorded before they were stored once carry the whole list on every host: each once.
             for text in (verdict_text(verdict) for verdict in verdicts):
                 if text not in seen:
                     seen.add(text)

@@ -127,7 +127,7 @@ def test_the_public_nic_is_named_as_the_wrong_nic(lab, converged):
     result = play(lab.inventory, "--tags", "nccl_preflight,nccl_network_diagnose",
                   variables={"nccl_preflight_ifname": "eth0"})
     assert result.rc != 0
-    verdicts = facts(result, "node2")["verdicts"]
+    verdicts = facts(result, "node1")["verdicts"]
     assert [(v["code"], v["source"], v["target"]) for v in verdicts] == [("wrong_nic", "node1", "node2"),
                                                                          ("wrong_nic", "node2", "node1")]
     assert "node2 answers node1 at 198.19.20.12 (eth1) but not at its cluster address 198.18.20.12 (eth0)" \

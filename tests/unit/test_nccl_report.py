@@ -296,6 +296,18 @@ def test_network_verdicts_every_host_carries_are_said_once():
     assert nccl_report.render_markdown(report).count(verdict["message"]) == 2  # reasons + section
 
 
+def test_network_verdicts_stored_once_on_the_report_host_are_said_once():
+    verdict = {"message": "node2 drops ports 40000-40010 from node1 (nftables)"}
+    matrix = [{"source": "node1", "target": "node2", "status": "error"}]
+    network = {"node1": {"passed": False, "report_host": "node1", "verdicts": [verdict], "reachability": matrix},
+               "node2": {"passed": False, "report_host": "node1"}}
+    report = report_of(run(perf=perf("h200-2host-socket-defaults.txt")), network=network)
+    assert report["reasons"] == ["network (node1): " + verdict["message"]]
+    # A host whose report host is not in the report still says that the network failed.
+    alone = report_of(run(perf=perf("h200-2host-socket-defaults.txt")), network={"node2": network["node2"]})
+    assert alone["reasons"] == ["network (node2): nccl_network reported a failure"]
+
+
 def test_stale_staging_folders_of_interrupted_plays_are_removed(tmp_path):
     old = tmp_path / ".20261201T090419Z.partial" / "raw" / "node1"
     old.mkdir(parents=True)
