@@ -45,12 +45,12 @@ def lab(repo: Path, *argv: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, check=False)
 
 
-def site(repo: Path, inventory: Path, forks: int, profile: bool) -> dict:
+def site(repo: Path, inventory: Path, forks: int, profile: bool, extra_vars: list) -> dict:
     """One timed `ansible-playbook site.yml`: seconds, rc, changed per host, slowest tasks."""
     extra = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks", "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "8"} \
         if profile else {}
     playbook = shutil.which("ansible-playbook") or str(Path(sys.executable).with_name("ansible-playbook"))
-    argv = [playbook, "-i", str(inventory), "--forks", str(forks), "site.yml"]
+    argv = [playbook, "-i", str(inventory), "--forks", str(forks), *(f"-e{value}" for value in extra_vars), "site.yml"]
     start = time.monotonic()
     run = subprocess.run(argv, env=env_for(repo, **extra), cwd=repo, capture_output=True, text=True, check=False,
                          timeout=1800)
@@ -78,6 +78,9 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, nargs="+", default=[2, 16])
     parser.add_argument("--profile", action="store_true", help="print the slowest tasks of each run")
     parser.add_argument("--baseline", type=Path, help="another checkout to time alternately with this one")
+    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="NAME=VALUE",
+                        help="ansible-playbook's -e for every run (e.g. a looser link gate: the lab's links "
+                             "share the controller's cores, so at 16 nodes iperf3 measures CPU shares)")
     args = parser.parse_args()
     # A plain kill still takes the labs down (the finally below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
@@ -97,7 +100,8 @@ def main() -> None:
                     raise SystemExit(f"lab up --index {index} failed: {up.stderr.strip()}")
             for which in ("first", "second"):
                 for label, repo, nodes, index in labs:
-                    result = site(repo, Path(folder) / f"hosts-{index}.yml", max(nodes, 5), args.profile)
+                    result = site(repo, Path(folder) / f"hosts-{index}.yml", max(nodes, 5), args.profile,
+                                  args.extra_vars)
                     results[label, nodes, which] = result
                     counts = result["per_host"].values()
                     print(f"{label} {nodes} nodes {which} run: {result['seconds']:.1f} s rc {result['rc']} "

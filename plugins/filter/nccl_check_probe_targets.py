@@ -7,12 +7,15 @@ Documented in nccl_check_probe_targets.yml beside this file
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import MODES, probe_plan
+# The module_utils are imported inside the filter, not here: Ansible imports every filter file of
+# the collection in each worker that calls any of them.
 
 
 def nccl_check_probe_targets(resolved, mode="ring"):
     """{host: {peer: the addresses the peer's host name resolves to}} from {host: those addresses},
     planned once for the play: O(N) for a ring."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import MODES, probe_plan
+
     if not isinstance(resolved, dict):
         raise AnsibleFilterError(f"nccl_check_probe_targets: expected a map of host to addresses, got {type(resolved).__name__}")
     if mode not in MODES:
