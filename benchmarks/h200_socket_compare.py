@@ -118,9 +118,8 @@ def main():
     }
     save()
     for name, row in stats.items():
-        line = "{:20s} median {} spread {} streams {}".format(name, row["median"], row["spread"],
-                                                             data["streams"].get(name))
-        print(line, flush=True)
+        streams = data["streams"].get(name)
+        print("{:20s} median {} spread {} streams {}".format(name, row["median"], row["spread"], streams), flush=True)
     print("tcp medians:", json.dumps(tcp_median), flush=True)
     print("ratios:", json.dumps(data["ratios"]), flush=True)
 
