@@ -15,16 +15,8 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=/opt/ncclkit/nccl-tests/current/bin
 site=(-e nccl_validate_max_bytes=512M -e nccl_validate_timeout_s=90)
 start=$(date +%s)
-step() { # name seconds command...
-  local name=$1 seconds=$2 t0 rc
-  shift 2
-  t0=$(date +%s)
-  timeout -k 10 "$seconds" "$@" >"$out/$name.out" 2>&1
-  rc=$?
-  echo "$name: rc=$rc, $(($(date +%s) - t0)) s" | tee -a "$out/summary.txt"
-  [ -z "$bundle" ] || tar czf "$bundle" -C "$out" .
-  return "$rc"
-}
+# shellcheck source=benchmarks/h200_steps.sh
+. "$repo/benchmarks/h200_steps.sh"
 { hostname; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; mpirun --version | head -n 1
   command -v iperf3 ip || true; } >"$out/machine.txt" 2>&1
 if ! step site-first 200 "$repo/benchmarks/h200_site.sh" "$out/site-first" "$src" "${site[@]}"; then

@@ -18,15 +18,8 @@ bin=/opt/ncclkit/nccl-tests/current/bin
 site=(-e nccl_validate_max_bytes=512M -e nccl_validate_timeout_s=90 -e nccl_validate_autotune=true
       -e nccl_validate_autotune_iters=6 -e nccl_validate_autotune_warmup_iters=2)
 start=$(date +%s)
-step() { # name seconds command...
-  local name=$1 seconds=$2 t0 rc
-  shift 2
-  t0=$(date +%s)
-  timeout -k 10 "$seconds" "$@" >"$out/$name.out" 2>&1
-  rc=$?
-  echo "$name: rc=$rc, $(($(date +%s) - t0)) s" | tee -a "$out/summary.txt"
-  return "$rc"
-}
+# shellcheck source=benchmarks/h200_steps.sh
+. "$repo/benchmarks/h200_steps.sh"
 left() { echo $(($1 - ($(date +%s) - start))); }
 export NCCL_NVLS_ENABLE=0
 nvidia-cuda-mps-control -d

@@ -16,7 +16,6 @@ figure at another stream count than NCCL's compares unlike with unlike.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -41,17 +40,9 @@ EXPLORE = [
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("bin_dir")
-    parser.add_argument("out_json")
+    parser = h200_socket_grid.run_arguments(__doc__, reps=5, iters=6, timeout=60, tcp_seconds=3,
+                                            tcp_streams="1,2,4,8,16")
     parser.add_argument("--tuning-json", required=True, help="the autotune's kept result (its `tuning`)")
-    parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--size", default="512M")
-    parser.add_argument("--iters", type=int, default=6)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--timeout", type=int, default=60)
-    parser.add_argument("--tcp-seconds", type=int, default=3)
-    parser.add_argument("--tcp-streams", default="1,2,4,8,16")
     args = parser.parse_args()
     # NCCL reads /etc/nccl.conf in every rank (a variable of the environment wins): a profile's
     # tuning there would run under "defaults" too.
@@ -63,8 +54,7 @@ def main():
     if tuned_there:
         sys.exit("/etc/nccl.conf sets {}: NCCL's defaults cannot be measured; move it away first".format(
             ", ".join(tuned_there)))
-    logs = os.path.join(os.path.dirname(os.path.abspath(args.out_json)), "logs")
-    os.makedirs(logs, exist_ok=True)
+    logs = h200_socket_grid.logs_folder(args.out_json)
     with open(args.tuning_json, encoding="utf-8") as handle:
         kept = json.load(handle)
     candidates = [{"name": "defaults", "env": {}},

@@ -175,19 +175,34 @@ def iperf3_rate(seconds):
         server.wait()
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+def run_arguments(doc, reps, iters, timeout, tcp_seconds, tcp_streams=None):
+    """The arguments every H200 NET/Socket benchmark takes (h200_socket_grid, _levers, _compare),
+    with that script's defaults; --tcp-streams only where given."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n", maxsplit=1)[0])
     parser.add_argument("bin_dir")
     parser.add_argument("out_json")
-    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=reps)
     parser.add_argument("--size", default="512M")
-    parser.add_argument("--iters", type=int, default=8)
+    parser.add_argument("--iters", type=int, default=iters)
     parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--timeout", type=int, default=90)
-    parser.add_argument("--tcp-seconds", type=int, default=5)
-    args = parser.parse_args()
-    logs = os.path.join(os.path.dirname(os.path.abspath(args.out_json)), "logs")
+    parser.add_argument("--timeout", type=int, default=timeout)
+    parser.add_argument("--tcp-seconds", type=int, default=tcp_seconds)
+    if tcp_streams:
+        parser.add_argument("--tcp-streams", default=tcp_streams)
+    return parser
+
+
+def logs_folder(out_json):
+    """The folder beside OUT_JSON that keeps every run's log."""
+    logs = os.path.join(os.path.dirname(os.path.abspath(out_json)), "logs")
     os.makedirs(logs, exist_ok=True)
+    return logs
+
+
+def main():
+    parser = run_arguments(__doc__, reps=3, iters=8, timeout=90, tcp_seconds=5)
+    args = parser.parse_args()
+    logs = logs_folder(args.out_json)
     candidates = nccl_autotune.grid("any") + [COMMON_4X4]
     data = {"command": " ".join(sys.argv), "size": args.size, "iters": args.iters, "warmup": args.warmup,
             "reps": args.reps, "base_env": BASE_ENV, "loopback_env": nccl_net_loopback.RUN_ENV,

@@ -15,7 +15,6 @@ per channel and direction, so the stream count that matches a candidate is chann
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
@@ -63,19 +62,10 @@ CANDIDATES = [
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("bin_dir")
-    parser.add_argument("out_json")
-    parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--size", default="512M")
-    parser.add_argument("--iters", type=int, default=6)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--timeout", type=int, default=60)
-    parser.add_argument("--tcp-seconds", type=int, default=3)
-    parser.add_argument("--tcp-streams", default="1,2,4,8")
+    parser = h200_socket_grid.run_arguments(__doc__, reps=3, iters=6, timeout=60, tcp_seconds=3,
+                                            tcp_streams="1,2,4,8")
     args = parser.parse_args()
-    logs = os.path.join(os.path.dirname(os.path.abspath(args.out_json)), "logs")
-    os.makedirs(logs, exist_ok=True)
+    logs = h200_socket_grid.logs_folder(args.out_json)
     streams = [int(s) for s in args.tcp_streams.split(",")]
     data = {"command": " ".join(sys.argv), "size": args.size, "iters": args.iters, "warmup": args.warmup,
             "reps": args.reps, "host": socket.gethostname(), "nproc": os.cpu_count(), "candidates": CANDIDATES,
