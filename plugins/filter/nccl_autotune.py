@@ -19,10 +19,13 @@ def nccl_autotune_grid(transport, socket_grid=True, common=True, algo_proto=True
                 boolean(algo_proto, strict=False))
 
 
-def nccl_autotune_kept(slurped, hardware):
-    """read_record of a slurp result (its base64 `content`; none when the file is missing)."""
+def nccl_autotune_kept(kept, hardware):
+    """read_record of the file's text (None or "" when there is none), or of a slurp result (its
+    base64 `content`)."""
     from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune import read_record
-    content = (slurped or {}).get("content") or ""
+    if kept is None or isinstance(kept, str):
+        return read_record(kept or "", dict(hardware))
+    content = (kept or {}).get("content") or ""
     try:
         text = base64.b64decode(content).decode("utf-8", "replace")
     except (ValueError, TypeError):

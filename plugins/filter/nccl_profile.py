@@ -54,11 +54,16 @@ def expected_transport(env):
     return "any"
 
 
-def ssh_known_hosts(slurped, names):
-    """{lines, error} from slurp results of public host key files and the host's names."""
+def ssh_known_hosts(keys, names, errors=()):
+    """{lines, error} from the host's public host key files - {path: text}, or slurp results - and
+    its names; `errors` (files that could not be read) make it an error."""
     from ansible_collections.ncclkit.cluster.plugins.module_utils.ssh_host_keys import known_hosts_result
+    if errors:
+        return {"lines": [], "error": "; ".join(str(error) for error in errors)}
+    if isinstance(keys, dict):
+        return known_hosts_result({str(path): str(text) for path, text in keys.items()}, list(names))
     texts = {}
-    for result in slurped or []:
+    for result in keys or []:
         source = result.get("source") or result.get("item") or "?"
         try:
             texts[source] = base64.b64decode(result.get("content") or "").decode("utf-8", "replace")
