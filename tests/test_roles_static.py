@@ -45,3 +45,12 @@ def test_templates_start_with_ansible_managed(role):
             continue
         head = text.splitlines()[:2]
         assert "{{ ansible_managed | comment }}" in head, template
+
+
+def test_every_firewall_backend_has_its_commands_and_its_packages_on_every_os():
+    role = REPO_ROOT / "roles" / "nccl_network"
+    choices = _load(role / "meta" / "argument_specs.yml")["argument_specs"]["main"]["options"][
+        "nccl_network_firewall"]["choices"]
+    assert sorted(_load(role / "vars" / "main.yml")["_nccl_network_backend_commands"]) == sorted(choices)
+    for os_vars in sorted((role / "vars").glob("[A-Z]*.yml")):
+        assert sorted(_load(os_vars)["_nccl_network_backend_packages"]) == sorted(choices), os_vars.name

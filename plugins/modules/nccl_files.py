@@ -7,10 +7,11 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: nccl_files
-short_description: Write several directories and files in one module run
+short_description: Write several directories, files and symbolic links in one module run
 description:
   - Creates the directories in O(directories), then writes every file of O(files) whose content
-    differs from what is on the host, and sets owner, group and mode on all of them.
+    differs from what is on the host, and sets owner, group and mode on all of them; then points
+    every link of O(links) to its target.
   - One module run for what one C(ansible.builtin.template), C(copy) or C(file) task per path would
     do in two each (a C(stat), then the write or the attributes); the content is rendered on the
     controller, for example with the C(ansible.builtin.template) lookup.
@@ -79,6 +80,22 @@ options:
         description: Keep a timestamped copy of the old file before replacing it.
         type: bool
         default: false
+  links:
+    description:
+      - Symbolic links to make, after the files; one that points elsewhere is replaced (through a
+        rename, so it always exists). A file or directory in its place is an error, never removed.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      dest:
+        description: The link; its folder must exist.
+        type: path
+        required: true
+      src:
+        description: What it points to, as written in the link.
+        type: str
+        required: true
 notes:
   - Symbolic links are followed, as C(ansible.builtin.copy) does with O(files[].dest) by default.
 """
@@ -114,6 +131,12 @@ files:
   type: list
   elements: dict
   sample: [{"dest": "/etc/nccl.conf", "changed": true, "backup_file": "/etc/nccl.conf.1234.2026-12-04@10:00:00~"}]
+links:
+  description: Each link, in the order given, and whether it was made or repointed.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"dest": "/etc/systemd/system/sysinit.target.wants/ncclkit-firewall.service", "changed": false}]
 """
 
 import difflib
@@ -241,6 +264,26 @@ def write_file(module, spec, diffs):
     return result
 
 
+def ensure_link(module, spec):
+    dest, src = spec["dest"], spec["src"]
+    if os.path.islink(dest) and os.readlink(dest) == src:
+        return {"dest": dest, "changed": False}
+    if os.path.lexists(dest) and not os.path.islink(dest):
+        _fail(module, "%s exists and is not a symbolic link: move it away, or choose another path." % dest)
+    folder = os.path.dirname(dest)
+    if not os.path.isdir(folder):
+        _fail(module, "The folder of the link %s does not exist: list %s in directories first." % (dest, folder))
+    if not module.check_mode:
+        temporary = os.path.join(folder, ".%s.%d.ncclkit" % (os.path.basename(dest), os.getpid()))
+        os.symlink(src, temporary)
+        try:
+            os.replace(temporary, dest)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    return {"dest": dest, "changed": True}
+
+
 def main():
     attributes = {"owner": {"type": "str"}, "group": {"type": "str"}, "mode": {"type": "raw"}}
     module = AnsibleModule(
@@ -253,6 +296,8 @@ def main():
                       "options": dict(attributes, dest={"type": "path", "required": True},
                                       content={"type": "str", "required": True},
                                       backup={"type": "bool", "default": False})},
+            "links": {"type": "list", "elements": "dict", "default": [],
+                      "options": {"dest": {"type": "path", "required": True}, "src": {"type": "str", "required": True}}},
         },
         supports_check_mode=True,
         # The contents may hold a token: no invocation in the host's journal, and none returned
@@ -262,8 +307,10 @@ def main():
     diffs = []
     directories = [ensure_directory(module, spec) for spec in module.params["directories"]]
     files = [write_file(module, spec, diffs) for spec in module.params["files"]]
-    changed = any(item["changed"] for item in directories + files)
-    result = {"changed": changed, "directories": directories, "files": files, "invocation": _invocation(module)}
+    links = [ensure_link(module, spec) for spec in module.params["links"]]
+    changed = any(item["changed"] for item in directories + files + links)
+    result = {"changed": changed, "directories": directories, "files": files, "links": links,
+              "invocation": _invocation(module)}
     if module._diff:
         result["diff"] = diffs
     module.exit_json(**result)

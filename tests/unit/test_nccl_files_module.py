@@ -126,3 +126,29 @@ def test_a_missing_folder_is_one_clear_error_naming_it(capsys, tmp_path):
     code, result = run_module(capsys, {"files": [{"dest": str(tmp_path / "no/such/file"), "content": "x"}]})
     assert code == 1 and result["msg"] == (f"The folder of {tmp_path}/no/such/file does not exist: list "
                                            f"{tmp_path}/no/such in directories first.")
+
+
+def test_a_link_is_made_repointed_through_a_rename_and_left_alone_when_right(capsys, tmp_path):
+    (tmp_path / "wants").mkdir()
+    link = tmp_path / "wants/ncclkit-firewall.service"
+    args = {"links": [{"dest": str(link), "src": "/etc/systemd/system/ncclkit-firewall.service"}]}
+    code, made = run_module(capsys, args)
+    assert code == 0 and made["links"] == [{"dest": str(link), "changed": True}]
+    assert os.readlink(link) == "/etc/systemd/system/ncclkit-firewall.service"
+    code, again = run_module(capsys, args)
+    assert again["changed"] is False
+    os.unlink(link)
+    os.symlink("/elsewhere", link)
+    code, checked = run_module(capsys, dict(args, _ansible_check_mode=True))
+    assert checked["changed"] is True and os.readlink(link) == "/elsewhere"
+    code, repointed = run_module(capsys, args)
+    assert repointed["changed"] is True and os.readlink(link) == "/etc/systemd/system/ncclkit-firewall.service"
+    assert sorted(os.listdir(tmp_path / "wants")) == ["ncclkit-firewall.service"]
+
+
+def test_a_file_in_the_place_of_a_link_is_an_error_and_is_kept(capsys, tmp_path):
+    (tmp_path / "unit").write_text("mine")
+    code, result = run_module(capsys, {"links": [{"dest": str(tmp_path / "unit"), "src": "/x"}]})
+    assert code == 1 and result["msg"] == f"{tmp_path}/unit exists and is not a symbolic link: move it away, or " \
+        "choose another path."
+    assert (tmp_path / "unit").read_text() == "mine"

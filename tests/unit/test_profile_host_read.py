@@ -80,3 +80,27 @@ def test_it_runs_on_the_oldest_python_the_hosts_may_have():
     # No f-strings or newer syntax: the hosts' Python may be older than the controller's.
     tree = ast.parse(CODE, feature_version=(3, 6))
     assert not [node for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)]
+
+
+def test_it_reads_the_users_cluster_key_and_finds_an_earlier_versions_block(tmp_path, monkeypatch):
+    import pwd
+
+    from ansible_collections.ncclkit.cluster.plugins.module_utils import profile_host_read
+
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh/ncclkit_cluster_ed25519.pub").write_text("ssh-ed25519 AAAA ncclkit-cluster@node1\n")
+    entry = pwd.struct_passwd(("train", "x", 1000, 1000, "", str(home), "/bin/bash"))
+    monkeypatch.setattr(profile_host_read.pwd, "getpwnam", lambda name: entry)
+    known = tmp_path / "ssh_known_hosts"
+    known.write_text("a key\n# BEGIN ncclkit cluster (nccl_profile)\nnode1 ssh-ed25519 AAAA\n"
+                     "# END ncclkit cluster (nccl_profile)\n")
+    request = {"user": "train", "key_dir": str(tmp_path), "key_pattern": "none", "autotune": "",
+               "cluster_key_name": "ncclkit_cluster_ed25519", "legacy_known_hosts": str(known),
+               "legacy_marker": "# BEGIN ncclkit cluster (nccl_profile)"}
+    found = profile_host_read.read(request)
+    assert found["cluster_key"] == "ssh-ed25519 AAAA ncclkit-cluster@node1\n" and found["legacy_block"] is True
+    known.write_text("a key\n")
+    (home / ".ssh/ncclkit_cluster_ed25519.pub").unlink()
+    found = profile_host_read.read(request)
+    assert found["cluster_key"] is None and found["legacy_block"] is False and found["key_errors"] == []

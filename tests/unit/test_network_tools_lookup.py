@@ -1,0 +1,46 @@
+"""nccl_network's install step looks for the commands its packages bring with one raw shell, and asks
+the package manager only when one is missing: that shell, rendered as the role renders it and run."""
+
+import subprocess
+
+import yaml
+from ansible.plugins.filter.core import quote
+from jinja2 import Environment
+
+from conftest import REPO_ROOT
+
+TASKS = yaml.safe_load((REPO_ROOT / "roles" / "nccl_network" / "tasks" / "install.yml").read_text())
+
+
+def rendered(commands):
+    look = next(task for task in TASKS if "ansible.builtin.raw" in task)
+    environment = Environment()
+    environment.filters["quote"] = quote
+    return environment.from_string(look["ansible.builtin.raw"]).render(_nccl_network_commands=commands)
+
+
+def run(commands):
+    return subprocess.run(["sh", "-c", rendered(commands)], capture_output=True, text=True, check=False, timeout=30)
+
+
+def test_nothing_is_missing_when_every_command_is_there():
+    done = run(["sh", "ls"])
+    assert done.returncode == 0 and done.stdout == ""
+
+
+def test_a_missing_command_is_named_and_the_shell_still_succeeds():
+    done = run(["sh", "no-such-command-ncclkit", "ls"])
+    assert done.returncode == 0 and done.stdout == "missing: no-such-command-ncclkit\n"
+
+
+def test_sbin_commands_are_found_without_sbin_in_the_path():
+    # nft and iptables live in /usr/sbin, which a non-root login's PATH may lack.
+    done = subprocess.run(["sh", "-c", rendered(["sysctl"])], capture_output=True, text=True, check=False,
+                          env={"PATH": "/usr/bin:/bin"}, timeout=30)
+    assert done.stdout == ""
+
+
+def test_the_install_block_runs_only_when_something_is_missing():
+    block = next(task for task in TASKS if "block" in task)
+    assert block["when"] == "'missing: ' in __nccl_network_commands_found.stdout"
+    assert [task["name"] for task in block["block"]][-1] == "Install the check's tools and the firewall backend's package"
