@@ -1,5 +1,6 @@
-"""nccl_network's install step looks for the commands its packages bring with one raw shell, and asks
-the package manager only when one is missing: that shell, rendered as the role renders it and run."""
+"""nccl_network's install step (and nccl_tests' for the build tools) looks for the commands with one
+raw shell, and asks the package manager only when one is missing: those shells, rendered as the
+roles render them and run."""
 
 import subprocess
 
@@ -44,3 +45,14 @@ def test_the_install_block_runs_only_when_something_is_missing():
     block = next(task for task in TASKS if "block" in task)
     assert block["when"] == "'missing: ' in __nccl_network_commands_found.stdout"
     assert [task["name"] for task in block["block"]][-1] == "Install the check's tools and the firewall backend's package"
+
+
+def test_nccl_tests_names_each_missing_build_tool_on_its_own_line():
+    tasks = yaml.safe_load((REPO_ROOT / "roles" / "nccl_tests" / "tasks" / "install.yml").read_text())
+    look = next(task for task in tasks if "ansible.builtin.raw" in task)
+    environment = Environment()
+    environment.filters["quote"] = quote
+    shell = environment.from_string(look["ansible.builtin.raw"]).render(
+        _nccl_tests_needed_tools=["sh", "no-such-compiler-ncclkit", "ls", "no-such-make-ncclkit"])
+    done = subprocess.run(["sh", "-c", shell], capture_output=True, text=True, check=False, timeout=30)
+    assert done.returncode == 0 and done.stdout.splitlines() == ["no-such-compiler-ncclkit", "no-such-make-ncclkit"]
