@@ -44,7 +44,7 @@ def test_sbin_commands_are_found_without_sbin_in_the_path():
 def test_the_install_block_runs_only_when_something_is_missing():
     block = next(task for task in TASKS if "block" in task)
     assert block["when"] == "'missing: ' in __nccl_network_commands_found.stdout"
-    assert [task["name"] for task in block["block"]][-1] == "Install the check's tools and the firewall backend's package"
+    assert block["block"][-1]["name"] == "Install the check's tools and the firewall backend's package"
 
 
 def test_nccl_tests_names_each_missing_build_tool_on_its_own_line():
