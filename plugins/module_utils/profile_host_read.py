@@ -82,14 +82,14 @@ def read(request):
     if user is not None and request.get("cluster_key_name"):
         cluster_key = _text(os.path.join(user["home"], ".ssh", request["cluster_key_name"] + ".pub"), MAX_KEY_BYTES,
                             key_errors)
-    legacy = bool(request.get("legacy_known_hosts")) and _has_line(request["legacy_known_hosts"],
-                                                                    request.get("legacy_marker", ""))
+    legacy_path = request.get("legacy_known_hosts")
+    legacy = bool(legacy_path) and _has_line(legacy_path, request.get("legacy_marker", ""))
     return {"host_keys": keys, "key_errors": key_errors, "hostname": _hostname(), "user": user,
             "cluster_key": cluster_key, "legacy_block": legacy, "autotune": autotune}
 
 
 def main(argv):
-    print(json.dumps(read(json.loads(argv[1])), sort_keys=True))
+    sys.stdout.write(json.dumps(read(json.loads(argv[1])), sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
