@@ -74,3 +74,26 @@ def test_the_grid_decision_can_be_made_again_from_the_json():
     assert decision["winner"] == GRID["decision"]["winner"] == "threads=2 socks=2"
     ratio = autotune.ratio(GRID["remeasure"]["tuned"], GRID["remeasure"]["defaults"])
     assert ratio == GRID["remeasure"]["ratio"] and ratio["low"] >= 1.0
+
+
+FILES_RUNS = REPO / "benchmarks" / "results" / "h200_site_files"
+
+
+def recap(name):
+    line = next(line for line in (FILES_RUNS / f"{name}.log").read_text(encoding="utf-8").splitlines()
+                if line.startswith("vm ") and "ok=" in line)
+    return {key: int(value) for key, value in (field.split("=") for field in line.split()[2:])}
+
+
+def test_site_with_one_writer_and_one_host_read_converged_on_the_h200_then_changed_nothing():
+    # A fresh H200 (connection local): the profile's files through nccl_files, the host read and the
+    # build tools' lookup through raw, then a second run and a --check --diff run that changed nothing.
+    first, second, check = recap("site-first"), recap("site-second"), recap("site-check")
+    assert first["failed"] == second["failed"] == check["failed"] == 0
+    assert first["changed"] > 0 and second["changed"] == 0 and check["changed"] == 0
+    log = (FILES_RUNS / "site-first.log").read_text(encoding="utf-8")
+    for task in ("nccl_profile : Read the SSH user, this host's public SSH host keys, its hostname and the kept tuning",
+                 "nccl_profile : Write the profile, the hostfile, the launch scripts and their folders",
+                 "nccl_tests : Install | Look for the build tools"):
+        assert f"TASK [ncclkit.cluster.{task}]" in log, task
+    assert "nccl_validate PASSED: 2 run(s), 2 passed" in (FILES_RUNS / "site-second.log").read_text(encoding="utf-8")
