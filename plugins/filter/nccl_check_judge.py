@@ -5,8 +5,6 @@ Documented in nccl_check_judge.yml beside this file (ansible-doc -t filter ncclk
 
 from __future__ import annotations
 
-import json
-
 from ansible.errors import AnsibleFilterError
 # The module_utils are imported inside the filters, not here: Ansible imports every filter file of
 # the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
@@ -32,14 +30,12 @@ def probes_of(registered: dict, host: str) -> dict:
     """The probe's result: the module's `probes`, or the last JSON line the probe script printed
     (through raw, on a terminal that may add carriage returns and stderr lines); none when the
     probe did not run (a playbook of one's own without it)."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.raw_script_result import last_json_object
     if "probes" in registered or "stdout" not in registered:
         return registered.get("probes") or {}
-    for line in reversed(str(registered["stdout"]).splitlines()):
-        if line.strip().startswith("{"):
-            try:
-                return dict(json.loads(line)["probes"])
-            except (ValueError, KeyError, TypeError):
-                break
+    value = last_json_object(registered["stdout"])
+    if value is not None and isinstance(value.get("probes"), dict):
+        return dict(value["probes"])
     raise AnsibleFilterError(f"nccl_check_judge: {host}'s probe printed no result: "
                              f"{str(registered['stdout']).strip()[-300:]!r}")
 

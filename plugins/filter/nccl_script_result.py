@@ -6,29 +6,22 @@ Documented in nccl_script_result.yml beside this file
 
 from __future__ import annotations
 
-import json
-
 from ansible.errors import AnsibleFilterError
+# The module_utils are imported inside the filter, not here: Ansible imports every filter file of
+# the collection in each worker that calls any of them.
 
 
 def nccl_script_result(registered, what="the script"):
-    """The last line of the registered raw result's stdout that is a JSON object. A terminal may
-    add carriage returns, and stderr lines come first; a script that printed none is one error
-    naming `what` and the end of its output (a failed start, a missing Python)."""
+    """The last JSON object line of the registered raw result's stdout; a script that printed none
+    is one error naming `what`, its exit code and the end of its output (a failed start, a missing
+    Python)."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.raw_script_result import last_json_object
     registered = dict(registered or {})
-    stdout = str(registered.get("stdout") or "")
-    for line in reversed(stdout.splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                value = json.loads(line)
-            except ValueError:
-                break
-            if isinstance(value, dict):
-                return value
-            break
-    raise AnsibleFilterError(f"{what} printed no result (rc {registered.get('rc', '?')}): "
-                             f"{(stdout + str(registered.get('stderr') or '')).strip()[-300:]!r}")
+    value = last_json_object(registered.get("stdout"))
+    if value is None:
+        output = (str(registered.get("stdout") or "") + str(registered.get("stderr") or "")).strip()
+        raise AnsibleFilterError(f"{what} printed no result (rc {registered.get('rc', '?')}): {output[-300:]!r}")
+    return value
 
 
 class FilterModule:
