@@ -3,21 +3,25 @@
 2-node time on the second run, 3x on the first).
 
 Run as root from the checkout (the shared venv's python):
-    python benchmarks/site_scale.py [--index 140] [--nodes 2 16] [--profile] [--baseline DIR]
+    python benchmarks/site_scale.py [--index 140] [--nodes 2 16] [--profile] [--cpu] [--baseline DIR]
 
 It brings up one lab per size at once (indices INDEX, INDEX+1, ...), then runs `site.yml` on
 them alternately (first run on every size, then the second run on every size), so that a load
 from other users of the machine falls on all sizes alike and the ratios are what to quote. Each
 run uses `forks` = the number of hosts; each second run must report changed=0. It prints the
 load average, a Markdown table (docs/benchmarks.md keeps one), the ratios to the smallest lab and
-the seconds per added host. --profile enables the profile_tasks callback and prints each run's
-slowest tasks. --baseline (another checkout, e.g. `git worktree add /tmp/base main`) runs that
-checkout's site.yml on labs of its own, alternated with this one's.
+the seconds per added host. --cpu records the kernel's process accounting around each run (the
+`acct` package) and splits its CPU seconds into the controller's and the nodes' own (which on this
+machine share its cores, and on a real cluster do not). --profile enables the profile_tasks
+callback and prints each run's slowest tasks. --baseline (another checkout, e.g.
+`git worktree add /tmp/base main`) runs that checkout's site.yml on labs of its own, alternated
+with this one's.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -27,6 +31,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import process_cpu
 
 REPO = Path(__file__).resolve().parents[1]
 RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)"
@@ -45,16 +51,21 @@ def lab(repo: Path, *argv: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, check=False)
 
 
-def site(repo: Path, inventory: Path, forks: int, profile: bool, extra_vars: list) -> dict:
-    """One timed `ansible-playbook site.yml`: seconds, rc, changed per host, slowest tasks."""
+def site(repo: Path, inventory: Path, forks: int, profile: bool, extra_vars: list, cpu: bool = False) -> dict:
+    """One timed `ansible-playbook site.yml`: seconds, rc, changed per host, slowest tasks, and with
+    cpu the CPU seconds of the controller and of the nodes."""
     extra = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks", "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "8"} \
         if profile else {}
     playbook = shutil.which("ansible-playbook") or str(Path(sys.executable).with_name("ansible-playbook"))
     argv = [playbook, "-i", str(inventory), "--forks", str(forks), *(f"-e{value}" for value in extra_vars), "site.yml"]
-    start = time.monotonic()
-    run = subprocess.run(argv, env=env_for(repo, **extra), cwd=repo, capture_output=True, text=True, check=False,
-                         timeout=1800)
-    seconds = time.monotonic() - start
+    with tempfile.TemporaryDirectory(prefix="ncclkit-pacct-") as scratch:
+        accounting = process_cpu.recording(Path(scratch) / "pacct") if cpu else contextlib.nullcontext()
+        with accounting:
+            start = time.monotonic()
+            run = subprocess.run(argv, env=env_for(repo, **extra), cwd=repo, capture_output=True, text=True,
+                                 check=False, timeout=1800)
+            seconds = time.monotonic() - start
+        split = process_cpu.controller_and_nodes(process_cpu.cpu_by_command(Path(scratch) / "pacct")) if cpu else None
     recap = {m[0]: int(m[2]) for m in RECAP.findall(run.stdout)}
     failed = sum(int(m[4]) + int(m[3]) for m in RECAP.findall(run.stdout))
     tasks = TASK_TIME.findall(run.stdout.split("PLAY RECAP")[-1]) if profile else []
@@ -63,7 +74,7 @@ def site(repo: Path, inventory: Path, forks: int, profile: bool, extra_vars: lis
     per_host = {m[0]: int(m[1]) + int(m[5]) for m in RECAP.findall(run.stdout)}
     return {"seconds": seconds, "rc": run.returncode, "changed": sum(recap.values()), "failed": failed,
             "hosts": len(recap), "tasks": tasks[:8], "tail": failure(run.stdout) if run.returncode else "",
-            "per_host": per_host}
+            "per_host": per_host, "cpu": split}
 
 
 def failure(stdout: str) -> str:
@@ -77,6 +88,8 @@ def main() -> None:
     parser.add_argument("--index", type=int, default=140)
     parser.add_argument("--nodes", type=int, nargs="+", default=[2, 16])
     parser.add_argument("--profile", action="store_true", help="print the slowest tasks of each run")
+    parser.add_argument("--cpu", action="store_true",
+                        help="split each run's CPU seconds into the controller's and the nodes' (needs accton)")
     parser.add_argument("--baseline", type=Path, help="another checkout to time alternately with this one")
     parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="NAME=VALUE",
                         help="ansible-playbook's -e for every run (e.g. a looser link gate: the lab's links "
@@ -101,13 +114,15 @@ def main() -> None:
             for which in ("first", "second"):
                 for label, repo, nodes, index in labs:
                     result = site(repo, Path(folder) / f"hosts-{index}.yml", max(nodes, 5), args.profile,
-                                  args.extra_vars)
+                                  args.extra_vars, args.cpu)
                     results[label, nodes, which] = result
                     counts = result["per_host"].values()
                     print(f"{label} {nodes} nodes {which} run: {result['seconds']:.1f} s rc {result['rc']} "
                           f"changed {result['changed']} failed {result['failed']} "
                           f"load {os.getloadavg()[0]:.1f} tasks per host (ok+skipped) "
                           f"{min(counts, default=0)} to {max(counts, default=0)}", flush=True)
+                    if result["cpu"]:
+                        print(f"    CPU s: controller {result['cpu'][0]:.1f}, nodes {result['cpu'][1]:.1f}")
                     for task, secs in result["tasks"]:
                         print(f"    {secs}s  {task.strip()}")
                     if result["tail"]:
@@ -130,6 +145,12 @@ def main() -> None:
                 a, b = results[label, small, which]["seconds"], results[label, nodes, which]["seconds"]
                 print(f"{label} {which} run {nodes}/{small} nodes: {b / a:.2f}x (goal {goal}x at 16), "
                       f"{(b - a) / (nodes - small):.2f} s per added host")
+                small_cpu, big_cpu = results[label, small, which]["cpu"], results[label, nodes, which]["cpu"]
+                if small_cpu and big_cpu:
+                    added = [(big - little) / (nodes - small) for big, little in zip(big_cpu, small_cpu, strict=True)]
+                    print(f"    CPU s per added host: controller {added[0]:.2f}, nodes {added[1]:.2f}; "
+                          f"the {goal}x budget per added host on {os.cpu_count()} cores: "
+                          f"{a * (goal - 1) / (nodes - small) * os.cpu_count():.2f} CPU s")
 
 
 if __name__ == "__main__":
