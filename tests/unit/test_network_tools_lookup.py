@@ -45,8 +45,8 @@ def test_the_install_steps_run_only_when_something_is_missing():
     # One include a host (one skip where nothing is missing), not a skip per step.
     include = next(task for task in TASKS if "ansible.builtin.include_tasks" in task)
     assert include["when"] == "'missing: ' in __nccl_network_commands_found.stdout"
-    steps = yaml.safe_load((REPO_ROOT / "roles" / "nccl_network" / "tasks" / include["ansible.builtin.include_tasks"]["file"])
-                           .read_text())
+    steps_file = REPO_ROOT / "roles" / "nccl_network" / "tasks" / include["ansible.builtin.include_tasks"]["file"]
+    steps = yaml.safe_load(steps_file.read_text())
     assert steps[-1]["name"] == "Install the check's tools and the firewall backend's package"
 
 
