@@ -1,0 +1,48 @@
+"""nccl_validate asks each host's training Python whether its torch has Gloo through raw, where
+stderr may join stdout (a terminal): the role's own two tasks (gloo.yml), run on three local hosts
+whose "Python" answers True between warnings, lacks torch, or does not exist."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+PLAYBOOK = Path(sys.executable).with_name("ansible-playbook")
+
+
+def test_the_answer_is_found_between_warnings_and_a_missing_torch_or_python_is_named(tmp_path):
+    warns = tmp_path / "warning-python"
+    warns.write_text("#!/bin/sh\necho 'UserWarning: an import warning' >&2\necho True\necho 'at exit' >&2\n")
+    no_torch = tmp_path / "no-torch-python"
+    no_torch.write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
+                        "echo \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n")
+    for script in (warns, no_torch):
+        script.chmod(0o755)
+    tasks = yaml.safe_load((REPO / "roles/nccl_validate/tasks/gloo.yml").read_text())[:2]
+    assert [task["name"] for task in tasks] == ["Ask the training Python whether its torch has Gloo",
+                                                "Record why this host cannot join the Gloo run"]
+    play = [{"name": "The Gloo question", "hosts": "all", "gather_facts": False,
+             "vars": {"_nccl_validate_gloo_probe": "print(True)",
+                      "_nccl_validate_launch": {"torchrun": "/usr/local/bin/ncclkit-torchrun", "python": "{{ py }}"}},
+             "tasks": [*tasks, {"name": "Show", "ansible.builtin.debug": {
+                 "msg": "BLOCKER {{ inventory_hostname }} [{{ _nccl_validate_gloo_blocker }}]"}}]}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {
+        "hosts": {"warns": {"py": str(warns)}, "notorch": {"py": str(no_torch)},
+                  "nopython": {"py": str(tmp_path / "missing" / "python")}},
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}))
+    done = subprocess.run([str(PLAYBOOK), "-i", "hosts.yml", "play.yml"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, check=False,
+                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default",
+                                   ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "BLOCKER warns []" in done.stdout
+    assert ("BLOCKER notorch [notorch: " + str(no_torch) + " has no torch with Gloo (ModuleNotFoundError: "
+            "No module named 'torch'): set nccl_profile_python") in done.stdout
+    assert "BLOCKER nopython [nopython: " in done.stdout
+    assert "missing/python: not found): set nccl_profile_python" in done.stdout
