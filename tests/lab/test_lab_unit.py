@@ -75,6 +75,9 @@ def test_inventory_lists_the_nodes_not_the_outsider(tmp_path):
     data = yaml.safe_load(text)
     assert list(data["cluster"]["hosts"]) == ["node1", "node2"]
     assert data["cluster"]["hosts"]["node1"]["ncclkit_lab_private_ip"] == "198.19.4.11"
+    # The lab's links share the machine's cores: a looser link gate, said in the header too.
+    assert data["cluster"]["vars"]["nccl_network_link_median_fraction"] == 0.25
+    assert "nccl_network_link_median_fraction is 0.25 here" in text.split("---", 1)[0]
     path = tmp_path / "hosts.yml"
     path.write_text(text)
     assert written_by_lab(path) == 4
