@@ -4,15 +4,14 @@ whose "Python" answers True between warnings, lacks torch, or does not exist."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import yaml
+from lab_playbook import play
 
 REPO = Path(__file__).resolve().parents[2]
-PLAYBOOK = Path(sys.executable).with_name("ansible-playbook")
+BLOCKER_TASK = "Record why this host cannot join the Gloo run"
 
 
 def test_the_answer_is_found_between_warnings_and_a_missing_torch_or_python_is_named(tmp_path):
@@ -24,25 +23,24 @@ def test_the_answer_is_found_between_warnings_and_a_missing_torch_or_python_is_n
     for script in (warns, no_torch):
         script.chmod(0o755)
     tasks = yaml.safe_load((REPO / "roles/nccl_validate/tasks/gloo.yml").read_text())[:2]
-    assert [task["name"] for task in tasks] == ["Ask the training Python whether its torch has Gloo",
-                                                "Record why this host cannot join the Gloo run"]
-    play = [{"name": "The Gloo question", "hosts": "all", "gather_facts": False,
-             "vars": {"_nccl_validate_gloo_probe": "print(True)",
-                      "_nccl_validate_launch": {"torchrun": "/usr/local/bin/ncclkit-torchrun", "python": "{{ py }}"}},
-             "tasks": [*tasks, {"name": "Show", "ansible.builtin.debug": {
-                 "msg": "BLOCKER {{ inventory_hostname }} [{{ _nccl_validate_gloo_blocker }}]"}}]}]
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {
+    assert [task["name"] for task in tasks] == ["Ask the training Python whether its torch has Gloo", BLOCKER_TASK]
+    play_file = tmp_path / "play.yml"
+    play_file.write_text(yaml.safe_dump([{
+        "name": "The Gloo question", "hosts": "all", "gather_facts": False, "tasks": tasks,
+        "vars": {"_nccl_validate_gloo_probe": "print(True)",
+                 "_nccl_validate_launch": {"torchrun": "/usr/local/bin/ncclkit-torchrun", "python": "{{ py }}"}}}],
+        sort_keys=False))
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {
         "hosts": {"warns": {"py": str(warns)}, "notorch": {"py": str(no_torch)},
                   "nopython": {"py": str(tmp_path / "missing" / "python")}},
         "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}))
-    done = subprocess.run([str(PLAYBOOK), "-i", "hosts.yml", "play.yml"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300, check=False,
-                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default",
-                                   ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "BLOCKER warns []" in done.stdout
-    assert ("BLOCKER notorch [notorch: " + str(no_torch) + " has no torch with Gloo (ModuleNotFoundError: "
-            "No module named 'torch'): set nccl_profile_python") in done.stdout
-    assert "BLOCKER nopython [nopython: " in done.stdout
-    assert "missing/python: not found): set nccl_profile_python" in done.stdout
+    done = play(inventory, str(play_file), structured=True, timeout=300)
+    assert done.rc == 0, done.stdout[-3000:]
+    blockers = {host: result["ansible_facts"]["_nccl_validate_gloo_blocker"]
+                for host, result in done.task(BLOCKER_TASK).items()}
+    assert blockers["warns"] == ""
+    assert blockers["notorch"].startswith(f"notorch: {no_torch} has no torch with Gloo (ModuleNotFoundError: "
+                                          "No module named 'torch'): set nccl_profile_python")
+    assert blockers["nopython"].startswith("nopython: ")
+    assert "missing/python: not found): set nccl_profile_python" in blockers["nopython"]
