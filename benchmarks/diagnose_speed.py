@@ -88,7 +88,7 @@ def write_perf(path: Path, rows: int) -> int:
 # of the facts it returns (the size limit raised: a million rows print over 64 MiB).
 PERF_WORK = """
 import json, sys
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse_file, summarize
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import parse_file, summarize
 facts = summarize(parse_file(sys.argv[1], max_bytes=1 << 30), min_busbw_gbps=1.0, expected_ranks=2)
 document = json.dumps({"changed": False, "ansible_facts": {"nccl_perf": facts}})
 print("PASSED" if facts["passed"] else "FAILED", facts.get("row_count", len(facts["rows"])), "rows,",

@@ -4,8 +4,8 @@
 """NCCL over NET/Socket on one GPU host: the autotune grid, the re-measure and raw TCP, in one run.
 
 Two ranks of all_reduce_perf that NCCL takes for two nodes (nccl_validate_net_loopback's launch:
-a distinct NCCL_HOSTID per rank, module_utils/nccl_net_loopback.py), at one message size with
-fixed -n/-w, each candidate of nccl_validate's autotune grid (module_utils/nccl_autotune.py
+a distinct NCCL_HOSTID per rank, module_utils/validate/loopback.py), at one message size with
+fixed -n/-w, each candidate of nccl_validate's autotune grid (module_utils/validate/autotune.py
 `grid`) repeated, the repetitions interleaved (rep 1 of every candidate, then rep 2, ...) so that a
 drift of the machine hits all alike. The decision is `choose` of the same module; the winner is
 then measured again against the defaults, interleaved, and `ratio` gives tuned/defaults with its

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2086  # $cmd, $FR and $* are word lists, split into words on purpose
 # On one GPU host: stop (SIGSTOP) or kill (SIGKILL) rank 1 of a two-rank job mid-run, take the
-# forensics (plugins/module_utils/nccl_forensics.py: /proc state, wchan, py-spy, NCCL RAS) BEFORE
+# forensics (plugins/module_utils/diagnosis/forensics.py: /proc state, wchan, py-spy, NCCL RAS) BEFORE
 # killing the rest, and keep every log for `ncclkit diagnose`. Two simulated hosts (node0/node1,
 # each rank in its own UTS namespace, sharing GPU 0, NCCL NET/Socket on lo), for nccl-tests'
 # all_reduce_perf under mpirun and for a torch job under torchrun (PyTorch's NCCL flight recorder
@@ -11,7 +11,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(readlink -f "$1"); w=$2
-forensics=${FORENSICS:-$here/../plugins/module_utils/nccl_forensics.py}
+forensics=${FORENSICS:-$here/../plugins/module_utils/diagnosis/forensics.py}
 mkdir -p "$w/fr"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 say() { echo "$(date -u +%T) $*" | tee -a "$w/summary.txt"; }

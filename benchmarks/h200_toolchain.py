@@ -1,5 +1,5 @@
 """The toolchain detection of the nccl_toolchain module, run on a GPU host without Ansible: imports
-plugins/module_utils/toolchain.py by path and prints the four facts as JSON, led by a `_source`
+plugins/module_utils/host/toolchain.py by path and prints the four facts as JSON, led by a `_source`
 field naming the command, the date and the GPU (tests/samples/h200-toolchain.json was made so).
 
     python3 benchmarks/h200_toolchain.py [CUDA_HOME_OR_EMPTY] > tests/samples/h200-toolchain.json
@@ -15,7 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 spec = importlib.util.spec_from_file_location(
-    "toolchain", HERE.parent / "plugins" / "module_utils" / "toolchain.py")
+    "toolchain", HERE.parent / "plugins" / "module_utils" / "host" / "toolchain.py")
 toolchain = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(toolchain)
 

@@ -10,7 +10,7 @@ plans or judges, on synthetic hosts (an eth0 /32 with the default route and an e
 - the cluster NIC of every host, decided once on the controller (filter `cluster_nics`);
 - the reachability plan one host computes for itself (`probe_peers`, `expected_probers`), and the
   probes each host sends and answers, counted over every host;
-- the link-bandwidth rounds (`link_rounds`: the whole plan, and one host's part);
+- the link-bandwidth rounds (`network.links.rounds`: the whole plan, and one host's part);
 - the slow-node search's pair rounds (`pair_rounds.plan_rounds`, one host's `host_roles`) and its
   blame over every pair with one slow host (which it must name);
 - the network report: `build_report` over every host's probe results (ring: O(N) rows).
@@ -31,11 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "collections"))
 
 from ansible_collections.ncclkit.cluster.plugins.filter.cluster_nics import cluster_nics  # noqa: E402
 from ansible_collections.ncclkit.cluster.plugins.module_utils import link_rounds, pair_rounds  # noqa: E402
-from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import (  # noqa: E402
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.plan import (  # noqa: E402
     expected_probers,
     probe_peers,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_verdicts import build_report  # noqa: E402
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.verdicts import build_report  # noqa: E402
 
 PORTS = ["29500", "32768", "46883", "60999"]
 

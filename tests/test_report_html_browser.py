@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_report
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import read_nccl_log_files
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse_file, summarize
+from ansible_collections.ncclkit.cluster.plugins.module_utils import report as nccl_report
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import read_nccl_log_files
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import parse_file, summarize
 from conftest import REPO_ROOT, SAMPLES
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

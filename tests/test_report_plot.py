@@ -3,8 +3,8 @@
 import json
 import sys
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_report
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse_file, summarize
+from ansible_collections.ncclkit.cluster.plugins.module_utils import report as nccl_report
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import parse_file, summarize
 from conftest import SAMPLES
 from ncclkit.cli import main
 from ncclkit.plot import bandwidth_figure

@@ -1,4 +1,4 @@
-"""Filters of the cloud_aws role; the logic lives in plugins/module_utils/aws_cluster_plan.py."""
+"""Filters of the cloud_aws role; the logic lives in plugins/module_utils/clouds/aws/cluster_plan.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def cloud_aws_plan(instances, security_groups, wanted_ids, settings):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.aws_cluster_plan import (
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.cluster_plan import (
         AwsPlanError,
         cluster_plan,
     )
@@ -26,7 +26,7 @@ def cloud_aws_error_line(result, region, step="read", expected=""):
     when the module stopped with an exception (ansible-core then keeps only
     failed_when_suppressed_exception, without a msg: an endpoint that answers something other
     than EC2's XML, for example)."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.aws_cluster_plan import (
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.cluster_plan import (
         APPLY_ACTIONS,
         READ_ACTIONS,
         error_line,

@@ -11,7 +11,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def cluster_nic(nics_by_host, host, ifname="", cluster_cidr=""):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.cluster_nic import (
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.network.cluster_nic import (
         ClusterNicError,
         choose_cluster_nic,
         setting_text,

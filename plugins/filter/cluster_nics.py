@@ -13,7 +13,7 @@ SETTINGS = ("nccl_preflight_ifname", "nccl_preflight_cluster_cidr")
 
 
 def _setting(facts, name, default):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.cluster_nic import ClusterNicError, setting_text
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.network.cluster_nic import ClusterNicError, setting_text
     try:
         return setting_text(name, facts.get(name, default))
     except ClusterNicError as error:
@@ -26,12 +26,12 @@ def cluster_nics(hostvars, hosts, ifname="", cluster_cidr=""):
     A host's own nccl_preflight_ifname / _cluster_cidr (inventory, host_vars, -e) wins over the
     play's (`ifname`, `cluster_cidr`: what the role sees where this runs).
     """
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.cluster_nic import (
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.network.cluster_nic import (
         ClusterNicError,
         Membership,
         choose_cluster_nic,
     )
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.host_summary import host_summary
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.host.summary import host_summary
     facts = {host: hostvars[host] for host in hosts}
     missing = [host for host in hosts if "nccl_preflight_nics" not in facts[host]]
     if missing:

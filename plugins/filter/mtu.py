@@ -1,6 +1,6 @@
 """Filters of cloud_alibaba: every host's cluster NIC, and one MTU for all of them.
 
-The decisions are in plugins/module_utils/mtu_plan.py; these only gather facts and turn errors
+The decisions are in plugins/module_utils/network/mtu_plan.py; these only gather facts and turn errors
 into a result the role can assert on before any host changes.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 def mtu_hosts(hostvars, hosts):
     """{host: {ifname, mtu, max_mtu, erdma}} from nccl_preflight's facts (NICs, RDMA ports)."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import erdma_devices
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import erdma_devices
     found = {}
     for name in hosts:
         facts = hostvars[name]
@@ -26,7 +26,7 @@ def mtu_hosts(hostvars, hosts):
 
 def cluster_mtu_plan(wanted, hosts, jumbo_frames="auto"):
     """{"mtu", "changes", "error"}: error is "" when every host can take the MTU."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.mtu_plan import MtuPlanError, mtu_plan
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.network.mtu_plan import MtuPlanError, mtu_plan
     jumbo = {"true": True, "false": False}.get(str(jumbo_frames).lower())
     try:
         return {**mtu_plan(wanted, dict(hosts), jumbo), "error": ""}

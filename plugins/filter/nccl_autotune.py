@@ -1,7 +1,7 @@
 """Filters of nccl_validate's autotune (and nccl_profile's reading of its result): the grid, the
 hardware fingerprint, the record kept on each host and reading it back.
 
-The logic lives in plugins/module_utils/nccl_autotune.py; the docs are the sidecar YAML files.
+The logic lives in plugins/module_utils/validate/autotune.py; the docs are the sidecar YAML files.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 
 def nccl_autotune_grid(transport, socket_grid=True, common=True, algo_proto=True):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune import grid
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.autotune import grid
     return grid(transport, boolean(socket_grid, strict=False), boolean(common, strict=False),
                 boolean(algo_proto, strict=False))
 
@@ -22,7 +22,7 @@ def nccl_autotune_grid(transport, socket_grid=True, common=True, algo_proto=True
 def nccl_autotune_kept(kept, hardware):
     """read_record of the file's text (None or "" when there is none), or of a slurp result (its
     base64 `content`)."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune import read_record
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.autotune import read_record
     if kept is None or isinstance(kept, str):
         return read_record(kept or "", dict(hardware))
     content = (kept or {}).get("content") or ""
@@ -34,17 +34,17 @@ def nccl_autotune_kept(kept, hardware):
 
 
 def nccl_autotune_fingerprint(host):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune import fingerprint
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.autotune import fingerprint
     return fingerprint(dict(host))
 
 
 def nccl_autotune_plan(kept_by_host, env_by_host, force, multi_run):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune import plan
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.autotune import plan
     return plan(dict(kept_by_host), dict(env_by_host or {}), boolean(force, strict=False), multi_run)
 
 
 def nccl_autotune_record(hardware, decision, tuning, remeasure=None):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune import record
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.autotune import record
     return record(dict(hardware), dict(decision), dict(tuning or {}), remeasure)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 def nccl_check_master(profile_master, first_cluster_ip, port):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.check_findings import choose_master
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.check.findings import choose_master
     return choose_master(dict(profile_master or {}), str(first_cluster_ip or ""), int(port))
 
 

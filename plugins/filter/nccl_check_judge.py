@@ -12,7 +12,7 @@ from ansible.errors import AnsibleFilterError
 
 def host_view(facts) -> dict:
     """One host's view for the judge: its survey's check view plus what the judge compares across hosts."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import rdma_transport
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import rdma_transport
     view = (facts.get("__nccl_preflight_survey") or {}).get("check_view")
     if not view:
         raise AnsibleFilterError("nccl_check_judge: a host has no check view: run nccl_host_survey with check: true "
@@ -30,7 +30,7 @@ def probes_of(registered: dict, host: str) -> dict:
     """The probe's result: the module's `probes`, or the last JSON line the probe script printed
     (through raw, on a terminal that may add carriage returns and stderr lines); none when the
     probe did not run (a playbook of one's own without it)."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.raw_script_result import last_json_object
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.common.script_result import last_json_object
     if "probes" in registered or "stdout" not in registered:
         return registered.get("probes") or {}
     value = last_json_object(registered["stdout"])
@@ -41,7 +41,7 @@ def probes_of(registered: dict, host: str) -> dict:
 
 
 def nccl_check_judge(hostvars, hosts, master):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.check_findings import judge
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.check.findings import judge
     if not hosts:
         raise AnsibleFilterError("nccl_check_judge: no hosts to judge")
     return judge({name: host_view(hostvars[name]) for name in hosts}, dict(master or {}))

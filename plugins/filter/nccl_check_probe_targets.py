@@ -14,7 +14,7 @@ from ansible.errors import AnsibleFilterError
 def nccl_check_probe_targets(resolved, mode="ring"):
     """{host: {peer: the addresses the peer's host name resolves to}} from {host: those addresses},
     planned once for the play: O(N) for a ring."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import MODES, probe_plan
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.plan import MODES, probe_plan
 
     if not isinstance(resolved, dict):
         raise AnsibleFilterError(f"nccl_check_probe_targets: expected a map of host to addresses, got {type(resolved).__name__}")

@@ -1,7 +1,7 @@
 # Copyright: Contributors to the ncclkit project
 # SPDX-License-Identifier: Apache-2.0
 """Filters of nccl_validate's node-local NET test (nccl_validate_net_loopback); the logic is
-plugins/module_utils/nccl_net_loopback.py."""
+plugins/module_utils/validate/loopback.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def nccl_net_loopback_plan(mpi, gpus, env_names, ifname=""):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_net_loopback
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate import loopback as nccl_net_loopback
     try:
         return nccl_net_loopback.plan(mpi if isinstance(mpi, dict) else {}, gpus, list(env_names or []), ifname or "")
     except ValueError as exc:
@@ -20,7 +20,7 @@ def nccl_net_loopback_plan(mpi, gpus, env_names, ifname=""):
 
 
 def nccl_mpmd_argv(argv, launcher_len, prefixes):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_net_loopback
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate import loopback as nccl_net_loopback
     try:
         return nccl_net_loopback.mpmd_argv(argv, launcher_len, prefixes or [])
     except ValueError as exc:

@@ -1,6 +1,6 @@
 """Filters of the nccl_profile role: the environment, the launch plan, the hostfile, RDMA ports.
 
-The logic lives in plugins/module_utils (nccl_env, nccl_launch, rdma_devices); these only
+The logic lives in plugins/module_utils (nccl_env, profile.launch, host.rdma); these only
 turn its errors into Ansible's.
 """
 
@@ -14,7 +14,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def nccl_profile_env(settings):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import NcclEnvError, profile_env
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.env import NcclEnvError, profile_env
     try:
         return profile_env(dict(settings))
     except NcclEnvError as error:
@@ -22,7 +22,7 @@ def nccl_profile_env(settings):
 
 
 def nccl_launch_plan(host, hosts, addresses, slots, master_port):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_launch import LaunchError, launch_plan
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.launch import LaunchError, launch_plan
     try:
         return launch_plan(host, list(hosts), dict(addresses), dict(slots), master_port)
     except LaunchError as error:
@@ -30,12 +30,12 @@ def nccl_launch_plan(host, hosts, addresses, slots, master_port):
 
 
 def nccl_launch_problems(hosts, addresses, slots, master_port):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_launch import plan_problems
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.launch import plan_problems
     return plan_problems(list(hosts), dict(addresses), dict(slots), master_port)
 
 
 def nccl_hostfile_lines(hosts, addresses, slots):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_launch import LaunchError, hostfile_lines
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.launch import LaunchError, hostfile_lines
     try:
         return hostfile_lines(list(hosts), dict(addresses), dict(slots))
     except LaunchError as error:
@@ -57,7 +57,7 @@ def expected_transport(env):
 def ssh_known_hosts(keys, names, errors=()):
     """{lines, error} from the host's public host key files - {path: text}, or slurp results - and
     its names; `errors` (files that could not be read) make it an error."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.ssh_host_keys import known_hosts_result
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.ssh_host_keys import known_hosts_result
     if errors:
         return {"lines": [], "error": "; ".join(str(error) for error in errors)}
     if isinstance(keys, dict):
@@ -79,47 +79,47 @@ def ssh_known_hosts_errors(known_by_host):
 
 
 def nccl_profile_env_problems(settings):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import env_problems
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.env import env_problems
     return env_problems(dict(settings))
 
 
 def nccl_env_uniform_names(envs):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_launch import uniform_names
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.launch import uniform_names
     return uniform_names(list(envs))
 
 
 def rdma_usable_ports(lines):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import usable_rdma_ports
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import usable_rdma_ports
     return usable_rdma_ports(lines)
 
 
 def rdma_erdma_devices(lines):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import erdma_devices
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import erdma_devices
     return erdma_devices(lines)
 
 
 def rdma_transport_of(lines):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import rdma_transport
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import rdma_transport
     return rdma_transport(lines)
 
 
 def nccl_env_secret_names(env):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.secret_names import secret_names
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.common.secret_names import secret_names
     return secret_names(env or {})
 
 
 def nccl_env_file_mode(names, readable="0644", private="0600"):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.secret_names import env_file_mode
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.common.secret_names import env_file_mode
     return env_file_mode(names or [], readable, private)
 
 
 def nccl_ssh_trust_skip_reason(hosts, connections):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.ssh_trust_need import ssh_trust_skip_reason
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.ssh_trust import ssh_trust_skip_reason
     return ssh_trust_skip_reason(hosts, connections)
 
 
 def rdma_disagreement_of(ports_by_host):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import rdma_disagreement
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import rdma_disagreement
     return rdma_disagreement(dict(ports_by_host))
 
 

@@ -15,7 +15,7 @@ def nccl_script_result(registered, what="the script"):
     """The last JSON object line of the registered raw result's stdout; a script that printed none
     is one error naming `what`, its exit code and the end of its output (a failed start, a missing
     Python)."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.raw_script_result import last_json_object
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.common.script_result import last_json_object
     registered = dict(registered or {})
     value = last_json_object(registered.get("stdout"))
     if value is None:

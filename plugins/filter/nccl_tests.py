@@ -1,5 +1,5 @@
 """Filters of the nccl_tests role: the install folder rule and what it may delete
-(plugins/module_utils/nccl_tests_paths.py decides both)."""
+(plugins/module_utils/nccl_tests/paths.py decides both)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 
 def nccl_tests_install_dir_problem(path):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_paths import install_dir_problem
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.paths import install_dir_problem
     return install_dir_problem(path)
 
 
 def nccl_tests_removable(paths, install_dir, keep):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_paths import removable_paths
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.paths import removable_paths
     return removable_paths(install_dir, list(paths), list(keep))
 
 

@@ -18,7 +18,7 @@ description:
     than the toolkit builds for (the first row of O(_input.arch_limits) whose C(cuda) is not newer
     than the toolkit applies).
   - Booleans may be given as strings (C(true), C(no), C(1), ...), as the C(bool) filter reads them.
-  - Runs on the controller; the logic is plugins/module_utils/nccl_tests_plan.py.
+  - Runs on the controller; the logic is plugins/module_utils/nccl_tests/plan.py.
 positional: gpu, cuda, nccl, mpi
 options:
   _input:
@@ -72,7 +72,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def nccl_tests_build_plan(settings, gpu, cuda, nccl, mpi):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_plan import PlanError, build_plan
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.plan import PlanError, build_plan
     try:
         return build_plan(dict(settings), gpu, cuda, nccl, mpi)
     except PlanError as error:

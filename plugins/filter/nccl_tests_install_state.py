@@ -14,7 +14,7 @@ description:
   - The key is the first 16 hex digits of the sha1 of the stamp as sorted JSON, so a change of any
     input - source tree, toolkit, NCCL, flags, MPI, make variables - makes a new build.
   - Booleans may be given as strings (C(true), C(no), ...), as the C(bool) filter reads them.
-  - Runs on the controller; the logic is plugins/module_utils/nccl_tests_plan.py.
+  - Runs on the controller; the logic is plugins/module_utils/nccl_tests/plan.py.
 positional: settings, cuda, nccl, mpi
 options:
   _input:
@@ -67,7 +67,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def nccl_tests_install_state(scan_lines, settings, cuda, nccl, mpi):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_plan import PlanError, install_state
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.plan import PlanError, install_state
     try:
         return install_state(list(scan_lines), dict(settings), cuda, nccl, mpi)
     except PlanError as error:

@@ -12,7 +12,7 @@ description:
     C(-w) C(-c), and C(-J) O(json_file) when O(json) (nccl-tests 2.17.3 and newer write JSON).
   - O(json) may be given as a string (C(true), C(no), ...), as the C(bool) filter reads it.
   - Sizes keep the form the user gave them (C(1G) stays C(1G)).
-  - Runs on the controller; the logic is plugins/module_utils/nccl_validate_run.py.
+  - Runs on the controller; the logic is plugins/module_utils/validate/run.py.
 positional: binary, sizes, gpus_per_process, json_file, json
 options:
   _input:
@@ -62,7 +62,7 @@ _value:
 
 
 def nccl_validate_argv(launcher, binary, sizes, gpus_per_process, json_file, json=False):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_validate_run import benchmark_argv
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.run import benchmark_argv
     return benchmark_argv(list(launcher or []), binary, dict(sizes), gpus_per_process, json_file, json)
 
 

@@ -12,7 +12,7 @@ description:
     whose gates failed, and for a run that expects a transport (O(expected_transport) not C(any))
     even when it passed - a multi-node run on IB/eRDMA/EFA hosts that silently fell back to sockets
     is a failure.
-  - Runs on the controller; the logic is plugins/module_utils/nccl_validate_run.py.
+  - Runs on the controller; the logic is plugins/module_utils/validate/run.py.
 positional: perf, expected_transport
 options:
   _input:
@@ -44,7 +44,7 @@ _value:
 
 
 def nccl_validate_needs_diagnosis(run, perf, expected_transport):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_validate_run import needs_diagnosis
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.run import needs_diagnosis
     return needs_diagnosis(run, perf, expected_transport)
 
 

@@ -11,7 +11,7 @@ description:
   - Returns an empty string when the run can start. Otherwise one line naming the cause and the
     fix, checked in this order - no nccl-tests on the host (C(bin_dir) of O(host_view) empty), no
     launcher for the multi-node run, the benchmark or the launcher missing or not executable.
-  - Runs on the controller; the logic is plugins/module_utils/nccl_validate_run.py.
+  - Runs on the controller; the logic is plugins/module_utils/validate/run.py.
 positional: host_view, run_name, launcher, host
 options:
   _input:
@@ -56,7 +56,7 @@ _value:
 
 
 def nccl_validate_not_run_reason(stat_results, host_view, run_name, launcher, host):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_validate_run import not_run_reason
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.run import not_run_reason
     return not_run_reason(list(stat_results or []), host_view, run_name, list(launcher or []), host)
 
 

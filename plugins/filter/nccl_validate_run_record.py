@@ -12,7 +12,7 @@ description:
     command, exit code, duration, the evidence of a hang, the parsed results (or why they could not
     be read), the diagnosis when one ran, the last lines of its log, and the report paths of the
     fetched files.
-  - Runs on the controller; the logic is plugins/module_utils/nccl_validate_run.py.
+  - Runs on the controller; the logic is plugins/module_utils/validate/run.py.
 positional: context, perf, diagnosis, fetched
 options:
   _input:
@@ -61,7 +61,7 @@ _value:
 
 
 def nccl_validate_run_record(run, context, perf, diagnosis, fetched):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_validate_run import run_record
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.run import run_record
     return run_record(run, dict(context), perf, diagnosis, fetched)
 
 

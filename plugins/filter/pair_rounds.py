@@ -1,6 +1,6 @@
 # Copyright: Contributors to the ncclkit project
 # SPDX-License-Identifier: Apache-2.0
-"""Filters of nccl_validate's slow-node search; the logic is plugins/module_utils/pair_rounds.py."""
+"""Filters of nccl_validate's slow-node search; the logic is plugins/module_utils/validate/pair_rounds.py."""
 
 from __future__ import annotations
 
@@ -10,23 +10,23 @@ from __future__ import annotations
 
 def pair_rounds_plan(hosts, rounds=3):
     """[[[server, client], ...], ...]: the whole plan (for the report, made once)."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.pair_rounds import plan_rounds
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.pair_rounds import plan_rounds
     return plan_rounds(hosts, int(rounds))
 
 
 def pair_rounds_roles(hosts, host, rounds=3):
     """[{'role', 'peer'}, ...]: `host`'s own part of the plan, one entry per round."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.pair_rounds import host_roles
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.pair_rounds import host_roles
     return host_roles(hosts, host, int(rounds))
 
 
 def pair_blame(results, fraction=0.5, floor=0.0):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.pair_rounds import blame
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.pair_rounds import blame
     return blame(results, float(fraction), float(floor))
 
 
 def find_slow_decision(runs, setting, host_count):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.pair_rounds import find_slow_wanted
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.pair_rounds import find_slow_wanted
     wanted, why = find_slow_wanted(setting, runs, int(host_count))
     return {"run": wanted, "why": why}
 

@@ -10,7 +10,7 @@ import fnmatch
 
 def reachability_hosts(hostvars, hosts):
     """Each host's cluster address, NIC, MTU and other addresses, from nccl_preflight's facts."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.cluster_nic import VIRTUAL_PATTERNS
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.network.cluster_nic import VIRTUAL_PATTERNS
     found = []
     for name in hosts:
         facts = hostvars[name]
@@ -32,8 +32,8 @@ def reachability_hosts(hostvars, hosts):
 
 def reachability_ports(port_range, rendezvous_ports, between=3):
     """{listen_ports, iperf3_port} for a port range and the rendezvous ports."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_ports import check_port, parse_port_range
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import plan_ports
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.network.ports import check_port, parse_port_range
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.plan import plan_ports
     low, high = parse_port_range(port_range)
     ports = [check_port(port, "nccl_network_master_port / nccl_network_extra_ports") for port in rendezvous_ports]
     return plan_ports(low, high, ports, int(between))
@@ -43,8 +43,8 @@ def reachability_report(hostvars, hosts, host_info, rendezvous_ports=(), min_ban
                         all_hosts=(), result_var="__nccl_network_reachability", link_median_fraction=0.5,
                         link_speed_fraction=0.1):
     """Every host's registered nccl_reachability result -> {matrix, verdicts, passed, summary,
-    link_bandwidth}; hosts of `all_hosts` not in `hosts` failed before the check."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_verdicts import build_report
+    network.links.bandwidth}; hosts of `all_hosts` not in `hosts` failed before the check."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.verdicts import build_report
     results = {}
     for name in hosts:
         registered = hostvars[name].get(result_var) or {}

@@ -1,6 +1,6 @@
 """Filters that keep unsafe names and over-wide firewall sources out of commands, scripts and rules.
 
-The rules live in module_utils (safe_names, firewall_sources), shared with the modules; these
+The rules live in module_utils (common.safe_names, network.firewall.sources), shared with the modules; these
 filters let a role refuse in its preflight, before it changes anything, and let a template refuse
 a name that quoting cannot make safe (a line break in a comment).
 """
@@ -14,8 +14,8 @@ from ansible.errors import AnsibleFilterError
 
 
 def safe_name(value, kind, variable):
-    """`value` unchanged when it passes the `kind` rule (see safe_names.CHECKS), else an error line."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils import safe_names
+    """`value` unchanged when it passes the `kind` rule (see common.safe_names.CHECKS), else an error line."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.common import safe_names
     try:
         safe_names.CHECKS[kind](value, variable)
     except safe_names.UnsafeName as error:
@@ -25,7 +25,7 @@ def safe_name(value, kind, variable):
 
 def safe_name_problems(values, kind, variable):
     """One message per value of the list that fails the `kind` rule; [] when all pass."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils import safe_names
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.common import safe_names
     found = []
     for value in [values] if isinstance(values, str) or values is None else values:
         try:
@@ -37,7 +37,7 @@ def safe_name_problems(values, kind, variable):
 
 def firewall_source_problems(sources, allow_wide=False):
     """One message per source the firewall must not admit (host bits, IPv6, wider than /8)."""
-    from ansible_collections.ncclkit.cluster.plugins.module_utils import firewall_sources
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.network.firewall import sources as firewall_sources
     return firewall_sources.problems(sources, bool(allow_wide))
 
 

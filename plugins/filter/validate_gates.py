@@ -1,6 +1,6 @@
 # Copyright: Contributors to the ncclkit project
 # SPDX-License-Identifier: Apache-2.0
-"""Filter: nccl_validate's gates, decided once for the cluster (plugins/module_utils/validate_gates.py).
+"""Filter: nccl_validate's gates, decided once for the cluster (plugins/module_utils/validate/gates.py).
 Documented in nccl_validate_gates.yml."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def nccl_validate_gates(settings, ports_by_host, network_facts):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate_gates import GateError, plan_gates
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.gates import GateError, plan_gates
     try:
         return plan_gates(dict(settings or {}), dict(ports_by_host or {}), list(network_facts or []))
     except GateError as error:

@@ -104,7 +104,7 @@ added:
 import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.ncclkit.cluster.plugins.module_utils.alibaba_ecs_plan import ecs_plan
+from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.alibaba.ecs_plan import ecs_plan
 
 try:
     from alibabacloud_ecs20140526 import models as ecs_models

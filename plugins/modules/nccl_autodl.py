@@ -70,7 +70,7 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.autodl_plan import autodl_plan
+from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.autodl.plan import autodl_plan
 
 
 def main():

@@ -16,7 +16,7 @@ description:
   - Reads each output (the nccl-tests parser of M(ncclkit.cluster.nccl_perf)) and keeps its peak
     busbw, the out-of-place busbw at the largest size; a run that failed, timed out or had the
     wrong number of ranks counts as a failed repetition.
-  - Decides with the rule of C(plugins/module_utils/nccl_autotune.py) C(choose) - a candidate
+  - Decides with the rule of C(plugins/module_utils/validate/autotune.py) C(choose) - a candidate
     replaces NCCL's defaults only if its median beats theirs by more than the spread (max - min)
     of either's repetitions; the highest such median wins; else the defaults stay.
   - Changes nothing on the host; its outputs go to O(chdir), which the caller removes.
@@ -116,10 +116,10 @@ runs:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.bounded_run import BoundedRunError, run_bounded
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune import DEFAULTS, choose, ratio
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_net_loopback import mpmd_argv
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import NcclTestsParseError, parse_file
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.bounded_run import BoundedRunError, run_bounded
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.autotune import DEFAULTS, choose, ratio
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.loopback import mpmd_argv
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import NcclTestsParseError, parse_file
 
 
 def _peak(path, expected_ranks):

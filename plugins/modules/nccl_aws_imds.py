@@ -50,7 +50,7 @@ instance:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.aws_imds import ImdsError, read_instance
+from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.imds import ImdsError, read_instance
 
 
 def main():

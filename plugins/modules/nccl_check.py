@@ -19,7 +19,7 @@ description:
     findings, once, on the controller.
   - C(nccl_preflight) (and so C(ncclkit check)) no longer runs V(gather) - it reads the same view
     in its one M(ncclkit.cluster.nccl_host_survey) run (C(check=true), returned as C(check_view)),
-    then runs the probe's code (the collection's C(check_probe) module_utils, standard library only) as a
+    then runs the probe's code (the collection's C(raw_scripts.check_probe) module_utils, standard library only) as a
     script through C(raw), which spares every host a second module start. Both steps stay here for
     playbooks of one's own.
   - Changes nothing on the hosts.
@@ -101,9 +101,9 @@ probes:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.check_host import gather
-from ansible_collections.ncclkit.cluster.plugins.module_utils.check_probe import probe
-from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import probe_peers
+from ansible_collections.ncclkit.cluster.plugins.module_utils.check.host import gather
+from ansible_collections.ncclkit.cluster.plugins.module_utils.raw_scripts.check_probe import probe
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.plan import probe_peers
 
 
 def main():

@@ -89,7 +89,7 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.container_facts import container_facts
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.container import container_facts
 
 
 def main():

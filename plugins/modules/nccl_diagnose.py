@@ -226,7 +226,7 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import (
     TRANSPORTS,
     NcclLogError,
     read_nccl_log,

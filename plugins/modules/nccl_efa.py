@@ -59,7 +59,7 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.efa_host import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.efa_host import (
     PLUGIN_LIBRARIES,
     efa_devices,
     efa_env,

@@ -136,18 +136,18 @@ import os
 import shutil
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils import firewall_backends as backends
-from ansible_collections.ncclkit.cluster.plugins.module_utils import safe_names
-from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_observe import observe
-from ansible_collections.ncclkit.cluster.plugins.module_utils.host_files import write_atomically
-from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_rules import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.firewall import backends
+from ansible_collections.ncclkit.cluster.plugins.module_utils.common import safe_names
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.firewall.observe import observe
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.files import write_atomically
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.firewall.rules import (
     OWN_NFT_TABLE,
     RuleError,
     make_spec,
     parse_chain,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.host_command import CommandTimeout, run_command
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_ports import PortError, parse_port_range
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.command import CommandTimeout, run_command
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.ports import PortError, parse_port_range
 
 TOOLS = {"nftables": "nft", "iptables": "iptables", "ufw": "ufw", "firewalld": "firewall-cmd"}
 # Long enough for firewalld to reload a large zone; a tool that takes longer hangs.

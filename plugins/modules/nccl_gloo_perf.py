@@ -56,7 +56,7 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.gloo_perf import gloo_perf
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.gloo import gloo_perf
 
 _MAX_BYTES = 64 << 20
 

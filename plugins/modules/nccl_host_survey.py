@@ -25,7 +25,7 @@ author: ncclkit maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - ncclkit.cluster.toolchain_search.survey
 options:
-  nvidia_smi:
+  host.gpus:
     description: The nvidia-smi command name or path.
     type: str
     default: nvidia-smi
@@ -67,7 +67,7 @@ attributes:
 EXAMPLES = r"""
 - name: Read what nccl_preflight records about the host
   ncclkit.cluster.nccl_host_survey:
-    nvidia_smi: /usr/bin/nvidia-smi
+    host.gpus: /usr/bin/nvidia-smi
   register: __nccl_preflight_survey
 """
 
@@ -120,12 +120,12 @@ check_view:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.check_host import gather
-from ansible_collections.ncclkit.cluster.plugins.module_utils.container_facts import container_facts
-from ansible_collections.ncclkit.cluster.plugins.module_utils.linux_nics import NicReadError, read_nics
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nvidia_smi import read_gpus
-from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import read_port_lines
-from ansible_collections.ncclkit.cluster.plugins.module_utils.toolchain import SEARCH_OPTIONS, detect_toolchain
+from ansible_collections.ncclkit.cluster.plugins.module_utils.check.host import gather
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.container import container_facts
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.nics import NicReadError, read_nics
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.gpus import read_gpus
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import read_port_lines
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.toolchain import SEARCH_OPTIONS, detect_toolchain
 
 
 def main():

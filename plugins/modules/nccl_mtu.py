@@ -73,7 +73,7 @@ import shutil
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.mtu_persist import plan_persist
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.mtu_persist import plan_persist
 
 IFNAME = re.compile(r"^[A-Za-z0-9_.@-]{1,15}$")
 

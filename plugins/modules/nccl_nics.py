@@ -44,7 +44,7 @@ nics:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.linux_nics import NicReadError, read_nics
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.nics import NicReadError, read_nics
 
 
 def main():

@@ -86,8 +86,8 @@ import ipaddress
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.host_command import start_detached
-from ansible_collections.ncclkit.cluster.plugins.module_utils.pair_rounds import iperf3_bidir_gbps
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.command import start_detached
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.pair_rounds import iperf3_bidir_gbps
 
 # How long a client retries a refused connection while its server starts.
 _CONNECT_RETRY_S = 10

@@ -299,7 +299,7 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import (
     NcclTestsParseError,
     failure_message,
     parse,

@@ -85,9 +85,9 @@ conflicts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils import sysctl_precedence as precedence
-from ansible_collections.ncclkit.cluster.plugins.module_utils.host_files import write_atomically
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_ports import PortError, parse_port_range
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host import sysctl as precedence
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.files import write_atomically
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.ports import PortError, parse_port_range
 
 KEY = "net.ipv4.ip_local_port_range"
 LIVE = "/proc/sys/net/ipv4/ip_local_port_range"

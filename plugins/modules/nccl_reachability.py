@@ -150,19 +150,19 @@ reachability:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_evidence import describe, drops
-from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_observe import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.firewall.evidence import describe, drops
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.firewall.observe import (
     active_firewalls,
     model,
     observe,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.link_rounds import my_part, round_count
-from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.links.rounds import my_part, round_count
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.plan import (
     expected_probers,
     probe_peers,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.host_command import run_command
-from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_probe import Check
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.command import run_command
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.probe import Check
 
 
 def main():

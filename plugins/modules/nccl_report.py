@@ -66,7 +66,7 @@ options:
   data:
     description:
       - What the role collected, for V(written) - C(hosts) (host -> record), C(runs) (run
-        records), C(network) (host -> C(ncclkit_network)), C(settings) and C(notes); C(link_bandwidth)
+        records), C(network) (host -> C(ncclkit_network)), C(settings) and C(notes); C(network.links.bandwidth)
         (a list of dicts) and C(autotune) (a dict) are carried into the report as given.
     type: dict
     default: {}
@@ -149,7 +149,7 @@ summary:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.report import (
     NcclReportError,
     build_report,
     redact_raw_file,

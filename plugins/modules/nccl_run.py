@@ -116,7 +116,7 @@ stderr_lines:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.bounded_run import BoundedRunError, run_bounded
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.bounded_run import BoundedRunError, run_bounded
 
 
 def _tail(path, count):

@@ -26,14 +26,14 @@ options:
     description:
       - The GPUs already gathered (C(nccl_preflight_gpus)), each a dict with C(compute_cap) such as
         C(9.0). Given (an empty list too), nvidia-smi is not asked.
-      - Left out, O(nvidia_smi) is asked for C(--query-gpu=compute_cap).
+      - Left out, O(host.gpus) is asked for C(--query-gpu=compute_cap).
     type: list
     elements: dict
   gpu_absent_reason:
     description: Why O(gpus) is empty (C(nccl_preflight_gpu_absent_reason)); the C(reason) when it is.
     type: str
     default: ""
-  nvidia_smi:
+  host.gpus:
     description: The nvidia-smi to ask when O(gpus) is left out, a name on PATH or an absolute path.
     type: str
     default: nvidia-smi
@@ -47,7 +47,7 @@ attributes:
     support: none
 notes:
   - The hints name the C(nccl_preflight_*) role variables, which map one to one onto these options.
-  - The detection is plain Python (C(module_utils/toolchain.py), C(detect_toolchain)) that other
+  - The detection is plain Python (C(module_utils/host/toolchain.py), C(detect_toolchain)) that other
     modules can call with the same option names.
 """
 
@@ -206,7 +206,7 @@ ncclkit_mpi:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.toolchain import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.toolchain import (
     DEFAULTS,
     SEARCH_OPTIONS,
     detect_toolchain,

@@ -42,7 +42,7 @@ def finding_document(finding: dict) -> dict:
 
 
 def diagnose_command(args: argparse.Namespace) -> int:
-    nccl_log = module_utils("nccl_log")
+    nccl_log = module_utils("diagnosis.log")
     if args.logs.count("-") > 1:
         print("ncclkit diagnose: '-' (stdin) may be given once", file=sys.stderr)
         return exitcodes.USAGE

@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def parse_command(args: argparse.Namespace) -> int:
-    output = module_utils("nccl_tests_output")
+    output = module_utils("nccl_tests.output")
     try:
         if args.output == "-":
             data = sys.stdin.buffer.read(output.DEFAULT_MAX_BYTES + 1)
@@ -87,7 +87,7 @@ def parse_command(args: argparse.Namespace) -> int:
 
 def _diagnosis(path: str, data) -> list:
     """The log diagnosis of a failed run's output: why it failed, when NCCL or the launcher said."""
-    nccl_log = module_utils("nccl_log")
+    nccl_log = module_utils("diagnosis.log")
     try:
         if data is None:
             result = nccl_log.read_nccl_log_files([path])

@@ -39,7 +39,7 @@ def write_plot(report_dir, output=None):
     """The plot's path; PlotError with the cause for a bad report or a missing matplotlib."""
     from ncclkit.paths import module_utils
 
-    errors = module_utils("nccl_report").NcclReportError
+    errors = module_utils("report").NcclReportError
     try:
         from ncclkit.plot import plot_report
 

@@ -14,14 +14,14 @@ import os
 import pytest
 
 from ansible_collections.ncclkit.cluster.plugins.filter.nccl_profile import expected_transport
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import env_problems, profile_env
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import read_nccl_log
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report import run_verdict
-from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import read_nccl_log
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import (
     erdma_devices,
     read_port_lines,
     usable_rdma_ports,
 )
+from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.env import env_problems, profile_env
+from ansible_collections.ncclkit.cluster.plugins.module_utils.report import run_verdict
 from conftest import SAMPLES
 
 

@@ -1,4 +1,4 @@
-"""One MTU for every host (mtu_plan) and where it is kept across reboots (mtu_persist), on fake trees."""
+"""One MTU for every host (network.mtu_plan) and where it is kept across reboots (network.mtu_persist)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.ncclkit.cluster.plugins.filter.mtu import cluster_mtu_plan, mtu_hosts
-from ansible_collections.ncclkit.cluster.plugins.module_utils.mtu_persist import plan_persist
-from ansible_collections.ncclkit.cluster.plugins.module_utils.mtu_plan import MtuPlanError, mtu_plan
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.mtu_persist import plan_persist
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.mtu_plan import MtuPlanError, mtu_plan
 
 
 def hosts(*specs):

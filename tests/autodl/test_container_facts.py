@@ -12,8 +12,8 @@ from ansible_collections.ncclkit.cluster.plugins.filter.container import (
     container_port_range,
 )
 from ansible_collections.ncclkit.cluster.plugins.filter.unreachable import unreachable_hint
-from ansible_collections.ncclkit.cluster.plugins.module_utils import container_facts as cf
-from ansible_collections.ncclkit.cluster.plugins.module_utils.autodl_plan import autodl_plan
+from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.autodl.plan import autodl_plan
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host import container as cf
 
 # CapEff of root in a Docker container with default capabilities (no CAP_NET_ADMIN), and of
 # root on a host (all of them).

@@ -21,10 +21,14 @@ from alibaba.test_erdma import profile_script_lines, rdma_device
 from lab_indices import lab_index
 from lab_playbook import lab_cluster, play
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.efa_host import efa_devices, efa_env, fi_info_version
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import profile_env
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import read_nccl_log
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report import run_verdict
+from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.efa_host import (
+    efa_devices,
+    efa_env,
+    fi_info_version,
+)
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import read_nccl_log
+from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.env import profile_env
+from ansible_collections.ncclkit.cluster.plugins.module_utils.report import run_verdict
 from conftest import SAMPLES
 
 INDEX = lab_index(__file__)

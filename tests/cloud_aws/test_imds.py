@@ -1,10 +1,10 @@
-"""IMDSv2 reading (aws_imds) against a loopback stand-in: token first, 401 without one, as EC2 does."""
+"""IMDSv2 reading (clouds.aws.imds) against a loopback stand-in: token first, 401 without one, as EC2 does."""
 
 import threading
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.aws_imds import ImdsError, read_instance
+from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.imds import ImdsError, read_instance
 
 from .imds_standin import identity, serve
 

@@ -1,8 +1,8 @@
-"""What an EC2 cluster lacks for NCCL (aws_cluster_plan), from ec2_*_info's snake_case shapes."""
+"""What an EC2 cluster lacks for NCCL (clouds.aws.cluster_plan), from ec2_*_info's snake_case shapes."""
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.aws_cluster_plan import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.cluster_plan import (
     AwsPlanError,
     cluster_plan,
     error_line,

@@ -1,9 +1,7 @@
-"""`ncclkit check`'s decisions (module_utils.check_findings) and host readings (check_host)."""
+"""`ncclkit check`'s decisions (module_utils.check_findings) and host readings (check.host)."""
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import (
-    check_findings as cf,
-)
-from ansible_collections.ncclkit.cluster.plugins.module_utils import check_host as ch
+from ansible_collections.ncclkit.cluster.plugins.module_utils.check import findings as cf
+from ansible_collections.ncclkit.cluster.plugins.module_utils.check import host as ch
 from conftest import SAMPLES
 
 PROFILE_ENV = "GLOO_SOCKET_IFNAME=eth1\nNCCL_SOCKET_IFNAME==eth1\n"

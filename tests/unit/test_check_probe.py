@@ -13,7 +13,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.ncclkit.cluster.plugins.filter.nccl_check_judge import probes_of
 from ansible_collections.ncclkit.cluster.plugins.filter.nccl_check_probe_targets import nccl_check_probe_targets
-from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import probe_peers
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.plan import probe_peers
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_check
 from conftest import REPO_ROOT
 
@@ -51,7 +51,7 @@ def test_a_ring_probe_asks_the_neighbours_and_the_first_host_only(capsys):
 
 
 # The role runs the probe's text with the host's Python through raw, as below.
-CODE = (REPO_ROOT / "plugins" / "module_utils" / "check_probe.py").read_text()
+CODE = (REPO_ROOT / "plugins" / "module_utils" / "raw_scripts" / "check_probe.py").read_text()
 
 
 def run_script(request):

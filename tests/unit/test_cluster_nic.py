@@ -4,7 +4,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ncclkit.cluster.plugins.filter.cluster_nic import cluster_nic
-from ansible_collections.ncclkit.cluster.plugins.module_utils.cluster_nic import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.cluster_nic import (
     ClusterNicError,
     choose_cluster_nic,
 )

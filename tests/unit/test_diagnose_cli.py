@@ -133,5 +133,5 @@ def test_parse_max_size_mib_raises_the_file_limit(capsys, tmp_path):
 
 def test_the_cli_offers_the_transports_the_engine_takes():
     # A copy, not an import: importing the engine at parser set-up would slow every `ncclkit` command.
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import TRANSPORTS
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import TRANSPORTS
     assert diagnose_cli.TRANSPORTS == TRANSPORTS

@@ -5,17 +5,17 @@ import re
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_tests_output
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_diagnosis import ROOT_CODES
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_findings import PRIORITY, RULES
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import read_nccl_log_files
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import read_nccl_log_files
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.root_cause import ROOT_CODES
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.rules import PRIORITY, RULES
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests import output as nccl_tests_output
 from conftest import REPO_ROOT, SAMPLES
 from ncclkit import cli, exitcodes
 
 DIAGNOSIS = (REPO_ROOT / "docs" / "diagnosis.md").read_text()
 CLI = (REPO_ROOT / "docs" / "cli.md").read_text()
 DOCUMENTED = set(re.findall(r"^\| `([a-z_0-9]+)` \|", DIAGNOSIS, re.M))
-GATES = set(re.findall(r'_gate\("([a-z_]+)"', (REPO_ROOT / "plugins" / "module_utils" / "nccl_tests_output.py")
+GATES = set(re.findall(r'_gate\("([a-z_]+)"', (REPO_ROOT / "plugins" / "module_utils" / "nccl_tests" / "output.py")
                        .read_text()))
 
 

@@ -8,18 +8,22 @@ import pickle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_flight_recorder import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.flight_recorder import (
     FlightRecorderError,
     compare_dumps,
     read_dump,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import (
     NcclLogError,
     read_nccl_log,
     read_nccl_log_files,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_ras import RasFormatError, RasText, parse_ras_json
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.ras import (
+    RasFormatError,
+    RasText,
+    parse_ras_json,
+)
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import (
     NcclTestsParseError,
     evaluate_gates,
     parse,

@@ -18,7 +18,7 @@ DOC = DOC_PATH.read_text()
 NCCLKIT_NAME = re.compile(r"\bncclkit_[a-z0-9_]*[a-z0-9]\b")
 ROLES = sorted(path.name for path in (REPO_ROOT / "roles").iterdir() if (path / "tasks").is_dir())
 SET_FACT = ("ansible.builtin.set_fact", "set_fact")
-MODULE_UTILS_IMPORT = re.compile(r"ansible_collections\.ncclkit\.cluster\.plugins\.module_utils\.(\w+)")
+MODULE_UTILS_IMPORT = re.compile(r"ansible_collections\.ncclkit\.cluster\.plugins\.module_utils\.([\w.]+)")
 
 
 def _doc_entries():
@@ -112,8 +112,10 @@ def _module_facts():
         source = path.read_text()
         keys = _fact_keys_in(source)
         for name in set(MODULE_UTILS_IMPORT.findall(source)):
-            if (utils / f"{name}.py").exists():
-                keys |= _fact_keys_in((utils / f"{name}.py").read_text())
+            part = utils.joinpath(*name.split("."))
+            for util in (part.with_suffix(".py"), part / "__init__.py"):
+                if util.exists():
+                    keys |= _fact_keys_in(util.read_text())
         if keys:
             facts[path.stem] = keys
     return facts

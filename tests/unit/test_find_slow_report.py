@@ -8,10 +8,10 @@ import json
 import pytest
 
 from ansible_collections.ncclkit.cluster.plugins.filter.pair_rounds import find_slow_decision, pair_blame
-from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_report
-from ansible_collections.ncclkit.cluster.plugins.module_utils.gloo_perf import gloo_perf
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse_file, summarize
-from ansible_collections.ncclkit.cluster.plugins.module_utils.pair_rounds import iperf3_bidir_gbps, plan_rounds
+from ansible_collections.ncclkit.cluster.plugins.module_utils import report as nccl_report
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import parse_file, summarize
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.gloo import gloo_perf
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.pair_rounds import iperf3_bidir_gbps, plan_rounds
 from conftest import SAMPLES
 
 

@@ -1,5 +1,5 @@
-"""The firewall backends are named once, in firewall_backends.BACKENDS (and the ones whose rules
-ncclkit saves for boot in firewall_backends.FILES); the YAML and docs that must repeat them are
+"""The firewall backends are named once, in network.firewall.backends.BACKENDS (and the ones whose rules
+ncclkit saves for boot in network.firewall.backends.FILES); the YAML and docs that must repeat them are
 checked against it here."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 
 import yaml
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import firewall_backends
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.firewall import backends as firewall_backends
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_firewall
 from conftest import REPO_ROOT
 

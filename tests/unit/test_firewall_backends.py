@@ -4,9 +4,8 @@ import json
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import firewall_backends as backends
-from ansible_collections.ncclkit.cluster.plugins.module_utils import firewall_rules as rules
-from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_observe import iptables_layout_tables
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.firewall import backends, rules
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.firewall.observe import iptables_layout_tables
 from conftest import REPO_ROOT
 
 SAMPLES = REPO_ROOT / "tests" / "unit" / "firewall_samples"

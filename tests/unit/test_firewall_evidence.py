@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_evidence import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.firewall.evidence import (
     describe,
     drops,
     ruleset_model,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.firewall_observe import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.firewall.observe import (
     active_firewalls,
     default_drop_chains,
     iptables_in_use,

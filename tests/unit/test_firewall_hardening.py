@@ -6,9 +6,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import firewall_backends as backends
-from ansible_collections.ncclkit.cluster.plugins.module_utils import firewall_rules as rules
-from ansible_collections.ncclkit.cluster.plugins.module_utils import firewall_sources
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.firewall import backends, rules
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.firewall import sources as firewall_sources
 
 NOTHING = {"nft": {"nftables": []}, "nft_managed": [], "iptables_save": "", "ufw": None, "firewalld": None}
 

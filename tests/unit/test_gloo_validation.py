@@ -9,9 +9,9 @@ import time
 import pytest
 
 from ansible_collections.ncclkit.cluster.plugins.filter.validate_runs import combined_run
-from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_report
-from ansible_collections.ncclkit.cluster.plugins.module_utils.bounded_run import run_bounded
-from ansible_collections.ncclkit.cluster.plugins.module_utils.gloo_perf import gloo_perf, rank_results
+from ansible_collections.ncclkit.cluster.plugins.module_utils import report as nccl_report
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.bounded_run import run_bounded
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.gloo import gloo_perf, rank_results
 
 
 def result(rank, busbw=1.5, correct=True, host=None):

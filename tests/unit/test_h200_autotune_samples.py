@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_autotune
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate import autotune as nccl_autotune
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"

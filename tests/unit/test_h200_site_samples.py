@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_net_loopback, nccl_tests_output
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests import output as nccl_tests_output
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate import loopback as nccl_net_loopback
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "tests" / "samples"
@@ -69,7 +70,7 @@ def test_the_grid_holds_three_repetitions_of_every_candidate_at_512_mib():
 
 
 def test_the_grid_decision_can_be_made_again_from_the_json():
-    autotune = pytest.importorskip("ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_autotune")
+    autotune = pytest.importorskip("ansible_collections.ncclkit.cluster.plugins.module_utils.validate.autotune")
     decision = autotune.choose(GRID["results"])
     assert decision["winner"] == GRID["decision"]["winner"] == "threads=2 socks=2"
     ratio = autotune.ratio(GRID["remeasure"]["tuned"], GRID["remeasure"]["defaults"])

@@ -1,4 +1,4 @@
-"""host_command.run_command, the one runner of the modules' host commands: what the toolchain
+"""host.command.run_command, the one runner of the modules' host commands: what the toolchain
 search needs of it (stderr merged in order, no stdin, the output of a command stopped at its
 timeout, a file that cannot be run). The firewall's needs are in test_nccl_firewall_module."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import toolchain
-from ansible_collections.ncclkit.cluster.plugins.module_utils.host_command import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host import toolchain
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.command import (
     NOT_STARTED,
     TIMED_OUT,
     run_command,

@@ -1,8 +1,8 @@
 """The link-bandwidth gate: thresholds from the median, the NIC speed or the override, and slow links."""
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.link_bandwidth import judge_links
-from ansible_collections.ncclkit.cluster.plugins.module_utils.link_rounds import plan_rounds
-from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_verdicts import build_report
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.links.bandwidth import judge_links
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.links.rounds import plan_rounds
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.verdicts import build_report
 
 NAMES = ["n1", "n2", "n3", "n4"]
 HOSTS = [{"name": name, "address": f"198.19.30.{11 + i}", "ifname": "eth1", "mtu": 1500}
@@ -138,7 +138,7 @@ def test_the_report_fails_on_a_slow_link_and_marks_its_row():
 
 
 def test_both_reports_show_the_links_slow_first_under_the_threshold():
-    from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_report
+    from ansible_collections.ncclkit.cluster.plugins.module_utils import report as nccl_report
 
     record, verdicts = judge_links(HOSTS, results())
     network = {name: {"passed": False, "reachability": [], "verdicts": [], "link_bandwidth": record} for name in NAMES}

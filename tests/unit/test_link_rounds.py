@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.link_rounds import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.links.rounds import (
     my_clients,
     my_part,
     my_tests,

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.linux_nics import read_nics
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.nics import read_nics
 from conftest import REPO_ROOT
 
 needs_ip = pytest.mark.skipif(not shutil.which("ip"), reason="iproute2 is the reference here")
@@ -69,7 +69,7 @@ def netns():
 @needs_ip
 def test_reads_a_namespace_with_several_addresses_mtu_down_nic_and_default_route(netns):
     code = ("import json, sys; sys.path.insert(0, sys.argv[1]); "
-            "from ansible_collections.ncclkit.cluster.plugins.module_utils.linux_nics import read_nics; "
+            "from ansible_collections.ncclkit.cluster.plugins.module_utils.host.nics import read_nics; "
             "print(json.dumps(read_nics()))")
     out = subprocess.run(netns + [sys.executable, "-c", code, str(REPO_ROOT / "collections")],
                          check=True, capture_output=True, text=True).stdout

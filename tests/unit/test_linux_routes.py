@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.linux_routes import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.routes import (
     RouteError,
     parse_route_answer,
     route_dev,

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from ansible_collections.ncclkit.cluster.plugins.filter.nccl_autotune import nccl_autotune_grid, nccl_autotune_kept
-from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_autotune as tune
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import env_problems
+from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.env import env_problems
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate import autotune as tune
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_autotune as module
 
 
@@ -242,9 +242,9 @@ def test_hosts_that_keep_different_results_are_measured_again():
 
 
 def test_the_report_section_says_what_the_profile_got_and_the_ratio_with_its_spread():
-    from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_report_autotune as section
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report_html import _autotune_section
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report_markdown import _autotune_section as md
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.report import autotune as section
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.report.html_page import _autotune_section
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.report.markdown import _autotune_section as md
     decision = tune.choose({"defaults": [1.5, 1.52, 1.49], "threads=4 socks=2": [3.0, 3.01, 2.99]})
     result = {"status": "measured", "reason": "no current result on node1", "winner": decision["winner"],
               "tuning": TUNED, "decision_reason": decision["reason"], "candidates": decision["table"],

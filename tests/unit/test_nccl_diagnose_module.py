@@ -7,7 +7,7 @@ import pytest
 import yaml
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_findings import PRIORITY
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.rules import PRIORITY
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_diagnose
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"

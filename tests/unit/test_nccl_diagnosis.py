@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_flight_recorder import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.flight_recorder import (
     FlightRecorderError,
     compare_dumps,
     read_dump,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import (
     NcclLogError,
     read_nccl_log,
     read_nccl_log_files,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_ras import RasFormatError, parse_ras_json
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.ras import RasFormatError, parse_ras_json
 from conftest import REPO_ROOT, SAMPLES
 
 DUMP = REPO_ROOT / "benchmarks" / "results" / "h200-torch-stop-flight-recorder-rank0.pkl"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_env import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.env import (
     TUNING_NAMES,
     NcclEnvError,
     env_problems,

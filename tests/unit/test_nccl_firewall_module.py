@@ -6,7 +6,7 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.host_command import CommandTimeout, run_command
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.command import CommandTimeout, run_command
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_firewall
 from conftest import REPO_ROOT
 

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_launch import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.launch import (
     LaunchError,
     hostfile_lines,
     launch_plan,

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import (
     MAX_BYTES,
     NcclLogError,
     read_nccl_log,

@@ -5,7 +5,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import NcclLogError, read_nccl_log
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import NcclLogError, read_nccl_log
 
 # Pieces of real lines, so that generated logs reach the patterns and not only the fallbacks.
 PIECES = [

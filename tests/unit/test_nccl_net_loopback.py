@@ -1,4 +1,4 @@
-"""nccl_validate's node-local NET test (module_utils/nccl_net_loopback.py and its filters): the
+"""nccl_validate's node-local NET test (module_utils/validate/loopback.py and its filters): the
 launcher, the per-rank host ids and GPUs, the environment, and the MPMD command line."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from ansible_collections.ncclkit.cluster.plugins.filter.nccl_net_loopback import
 from ansible_collections.ncclkit.cluster.plugins.filter.nccl_validate_argv import (
     FilterModule as ArgvFilter,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_net_loopback
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate import loopback as nccl_net_loopback
 
 FILTERS = FilterModule().filters()
 plan = FILTERS["nccl_net_loopback_plan"]

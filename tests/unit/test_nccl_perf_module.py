@@ -144,5 +144,5 @@ def test_documentation_matches_the_argument_spec():
     assert {name: (option["type"], option.get("default")) for name, option in documented.items()} == spec
     fact_keys = set(returned["ansible_facts"]["contains"]["nccl_perf"]["contains"])
     with open(DEFAULTS) as handle:
-        from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse, summarize
+        from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import parse, summarize
         assert set(summarize(parse(handle.read()))) == fact_keys

@@ -7,7 +7,7 @@ import json
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import sysctl_precedence as precedence
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host import sysctl as precedence
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_port_range
 
 KEY = "net.ipv4.ip_local_port_range"

@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_ports import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.ports import (
     PortError,
     check_port,
     covers,
@@ -9,7 +9,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_ports import 
     parse_port_range,
     sample_ports,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.plan import (
     bandwidth_peer,
     expected_probers,
     plan_ports,

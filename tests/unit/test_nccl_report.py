@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_report
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import read_nccl_log_files
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse_file, summarize
+from ansible_collections.ncclkit.cluster.plugins.module_utils import report as nccl_report
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import read_nccl_log_files
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import parse_file, summarize
 from conftest import SAMPLES
 
 HOST = {"gpus": 1, "gpu_names": ["NVIDIA H200"], "skip_reason": "", "nccl_tests": {"version": "2.19.6"}}
@@ -189,7 +189,7 @@ def test_markdown_has_the_verdict_reasons_gates_rows_and_raw_links():
 
 
 def test_markdown_says_when_the_rows_are_the_first_of_more(monkeypatch):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_tests_rows
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests import rows as nccl_tests_rows
     monkeypatch.setattr(nccl_tests_rows, "MAX_KEPT_ROWS", 2)
     markdown = nccl_report.render_markdown(report_of(run(perf=perf("h200-2host-socket-defaults.txt"))))
     assert "| 8 MiB |" in markdown and "| 512 MiB |" not in markdown

@@ -4,9 +4,9 @@ present exactly when the report has their data, the chart's lines, gates and sca
 import re
 from html.parser import HTMLParser
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_report
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report_chart import busbw_svg
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse_file, summarize
+from ansible_collections.ncclkit.cluster.plugins.module_utils import report as nccl_report
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import parse_file, summarize
+from ansible_collections.ncclkit.cluster.plugins.module_utils.report.chart import busbw_svg
 from conftest import SAMPLES
 
 HOST = {"gpus": 1, "gpu_names": ["NVIDIA H200"], "skip_reason": "", "nccl_tests": {"version": "2.19.6"},

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse_file, summarize
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import parse_file, summarize
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_report
 from conftest import SAMPLES
 

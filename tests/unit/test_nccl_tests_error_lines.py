@@ -1,6 +1,6 @@
 """Any error line in nccl-tests output fails the run, whatever require_complete says (real outputs)."""
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import evaluate_gates, parse
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import evaluate_gates, parse
 from conftest import SAMPLES
 
 

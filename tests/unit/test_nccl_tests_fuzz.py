@@ -7,7 +7,7 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import (
     NcclTestsParseError,
     parse,
     summarize,

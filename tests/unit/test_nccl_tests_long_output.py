@@ -9,8 +9,9 @@ import textwrap
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import nccl_tests_output, nccl_tests_rows
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests import output as nccl_tests_output
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests import rows as nccl_tests_rows
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import (
     NcclTestsParseError,
     parse,
     parse_file,
@@ -128,7 +129,7 @@ _MEASURE = textwrap.dedent("""
     path, benchmarks, collections = sys.argv[1:4]
     sys.path[:0] = [benchmarks, collections]
     from diagnose_speed import write_perf
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse_file, summarize
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import parse_file, summarize
     write_perf(Path(path), int(Path(path).stem))
     facts = summarize(parse_file(path, max_bytes=1 << 30), min_busbw_gbps=1.0)
     document = json.dumps({"ansible_facts": {"nccl_perf": facts}})

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import (
     NcclTestsParseError,
     parse,
     parse_file,

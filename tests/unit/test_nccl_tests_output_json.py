@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import parse
 from conftest import SAMPLES
 
 SAMPLE = json.loads((SAMPLES / "h200-1gpu-all_reduce_perf.json").read_text())

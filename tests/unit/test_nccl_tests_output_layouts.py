@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import (
     collective_name,
     evaluate_gates,
     nccl_version_from_code,

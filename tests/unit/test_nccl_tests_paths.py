@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_paths import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.paths import (
     install_dir_problem,
     removable_paths,
 )

@@ -1,4 +1,4 @@
-"""The nccl_tests role's decisions (module_utils/nccl_tests_plan.py, filters nccl_tests_build_plan
+"""The nccl_tests role's decisions (module_utils/nccl_tests/plan.py, filters nccl_tests_build_plan
 and nccl_tests_install_state): what a host builds, what stops it, the stamp and its key."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ansible_collections.ncclkit.cluster.plugins.filter.nccl_tests_build_plan im
 from ansible_collections.ncclkit.cluster.plugins.filter.nccl_tests_install_state import (
     FilterModule as StateFilters,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_plan import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.plan import (
     arch_limits,
     build_plan,
     install_state,

@@ -1,4 +1,4 @@
-"""One nccl_validate benchmark launch (module_utils/nccl_validate_run.py and its filters): why it
+"""One nccl_validate benchmark launch (module_utils/validate/run.py and its filters): why it
 cannot start, its command line, whether it is diagnosed, and its record."""
 
 from __future__ import annotations

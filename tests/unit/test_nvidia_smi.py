@@ -2,8 +2,8 @@
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nvidia_smi import GPU_FIELDS, GPU_QUERY, read_gpus
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nvidia_smi import parse_gpus as nvidia_smi_gpus
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.gpus import GPU_FIELDS, GPU_QUERY, read_gpus
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.gpus import parse_gpus as nvidia_smi_gpus
 
 
 def test_nvidia_smi_gpus_parses_csv_rows():

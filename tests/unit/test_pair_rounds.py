@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.pair_rounds import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.pair_rounds import (
     blame,
     gpu_pair_argv,
     host_roles,

@@ -9,16 +9,18 @@ import struct
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import check_host, firewall_evidence, linux_nics
-from ansible_collections.ncclkit.cluster.plugins.module_utils.container_facts import parse_network_turbo
-from ansible_collections.ncclkit.cluster.plugins.module_utils.efa_host import efa_devices, fi_info_version
-from ansible_collections.ncclkit.cluster.plugins.module_utils.gloo_perf import gloo_perf
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nvidia_smi import parse_gpus as nvidia_smi_gpus
-from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.check import host as check_host
+from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.efa_host import efa_devices, fi_info_version
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host import nics as linux_nics
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.container import parse_network_turbo
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.gpus import parse_gpus as nvidia_smi_gpus
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import (
     erdma_devices,
     rdma_ports,
     rdma_transport,
 )
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.firewall import evidence as firewall_evidence
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.gloo import gloo_perf
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

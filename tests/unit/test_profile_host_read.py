@@ -15,7 +15,7 @@ from ansible_collections.ncclkit.cluster.plugins.filter.nccl_profile import ssh_
 from ansible_collections.ncclkit.cluster.plugins.filter.nccl_script_result import nccl_script_result
 from conftest import REPO_ROOT
 
-CODE = (REPO_ROOT / "plugins" / "module_utils" / "profile_host_read.py").read_text()
+CODE = (REPO_ROOT / "plugins" / "module_utils" / "raw_scripts" / "profile_host_read.py").read_text()
 ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl root@node1\n"
 
 
@@ -85,7 +85,7 @@ def test_it_runs_on_the_oldest_python_the_hosts_may_have():
 def test_it_reads_the_users_cluster_key_and_finds_an_earlier_versions_block(tmp_path, monkeypatch):
     import pwd
 
-    from ansible_collections.ncclkit.cluster.plugins.module_utils import profile_host_read
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.raw_scripts import profile_host_read
 
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)

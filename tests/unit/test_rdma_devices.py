@@ -1,6 +1,6 @@
 """module_utils.rdma_devices: which RDMA ports turn NCCL's IB transport on."""
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import (
     rdma_disagreement,
     rdma_ports,
     usable_rdma_ports,
@@ -48,7 +48,7 @@ def test_a_host_with_a_dead_port_among_rdma_hosts_is_named_with_the_fix():
 
 
 def test_the_transport_follows_the_active_devices():
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.rdma_devices import rdma_transport
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import rdma_transport
     assert rdma_transport([]) == "socket"
     assert rdma_transport(["mlx5_0|1|4: ACTIVE|InfiniBand|mlx5_core"]) == "ib"
     assert rdma_transport(["rocep0s5|1|4: ACTIVE|Ethernet|erdma"]) == "erdma"

@@ -5,7 +5,7 @@ from ansible_collections.ncclkit.cluster.plugins.filter.reachability import (
     reachability_ports,
     reachability_report,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_ports import PortError
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.ports import PortError
 
 
 def nic(name, address, mtu=1500, loopback=False):

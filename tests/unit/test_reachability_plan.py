@@ -2,7 +2,10 @@
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import expected_probers, probe_peers
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.plan import (
+    expected_probers,
+    probe_peers,
+)
 
 
 @pytest.mark.parametrize("mode", ["ring", "full"])

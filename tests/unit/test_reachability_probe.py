@@ -9,15 +9,19 @@ import time
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.link_rounds import my_clients, my_tests, round_count
-from ansible_collections.ncclkit.cluster.plugins.module_utils.linux_nics import NicReadError
-from ansible_collections.ncclkit.cluster.plugins.module_utils.linux_routes import RouteError
-from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_plan import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.nics import NicReadError
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.routes import RouteError
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.links.rounds import (
+    my_clients,
+    my_tests,
+    round_count,
+)
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.plan import (
     bandwidth_peer,
     expected_probers,
     probe_peers,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_probe import Check
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.probe import Check
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_reachability
 
 # A loopback /24 of its own per run: other test runs on this machine use other ones.

@@ -1,6 +1,6 @@
 """From every host's probe results to a matrix and one verdict per failing pair."""
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.reachability_verdicts import build_report
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.verdicts import build_report
 
 PORTS = ["29500", "32768", "46883", "60999"]
 HOSTS = [{"name": f"node{i}", "address": f"10.0.0.{10 + i}", "ifname": "eth1", "mtu": 1500} for i in (1, 2, 3)]

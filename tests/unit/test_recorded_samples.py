@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_log import read_nccl_log_files
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import parse_file
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import read_nccl_log_files
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import parse_file
 from conftest import SAMPLES
 
 # Error states: "complete" (footer, no failure line), "failed" (a Test/launcher failure line),
@@ -85,7 +85,7 @@ def test_diagnosis_hosts_versions_errors_and_transport(name):
 
 
 def test_a_run_meant_for_two_nodes_that_ran_one_rank_fails_the_rank_gate():
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests_output import evaluate_gates
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import evaluate_gates
 
     run = parse_file(str(SAMPLES / "perf-eks-efa-a10g-1rank-cut.txt"))[0]
     verdict = evaluate_gates(run, expected_ranks=2)

@@ -5,7 +5,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ncclkit.cluster.plugins.filter.safe_inputs import FilterModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils import safe_names
+from ansible_collections.ncclkit.cluster.plugins.module_utils.common import safe_names
 
 FILTERS = FilterModule().filters()
 SHELL_TRICKS = ["x$(reboot)", "x`id`", "x;reboot", "x|sh", "x&", "x>y", "x'y", 'x"y', "x\\y", "x y", "x\ny", "x*"]

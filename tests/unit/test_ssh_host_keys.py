@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.ssh_host_keys import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.ssh_host_keys import (
     SshHostKeyError,
     known_hosts_lines,
     known_hosts_result,

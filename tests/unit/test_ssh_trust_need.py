@@ -1,7 +1,7 @@
 """When nccl_profile skips the SSH trust: one host, or every host on `connection: local`."""
 
 from ansible_collections.ncclkit.cluster.plugins.filter.nccl_profile import FilterModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.ssh_trust_need import ssh_trust_skip_reason
+from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.ssh_trust import ssh_trust_skip_reason
 
 
 def test_one_host_needs_no_ssh_to_itself():

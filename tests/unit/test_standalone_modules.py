@@ -9,8 +9,8 @@ import json
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.container_facts import container_facts
-from ansible_collections.ncclkit.cluster.plugins.module_utils.linux_nics import read_nics
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.container import container_facts
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.nics import read_nics
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_check, nccl_container, nccl_nics
 
 

@@ -14,7 +14,7 @@ import yaml
 from ansible.module_utils.testing import patch_module_args
 from nccl_tests.fakes import make_fake_mpicc
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils import toolchain as tc
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host import toolchain as tc
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_toolchain
 from conftest import REPO_ROOT, SAMPLES
 

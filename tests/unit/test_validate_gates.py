@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.ncclkit.cluster.plugins.filter.validate_gates import FilterModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_report_verdict import build_report
-from ansible_collections.ncclkit.cluster.plugins.module_utils.validate_gates import (
+from ansible_collections.ncclkit.cluster.plugins.module_utils.report.verdict import build_report
+from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.gates import (
     GateError,
     busbw_gate,
     expected_transport,

@@ -1,0 +1,234 @@
+"""What a log says about the job as a whole: which rank runs where, which finished NCCL init,
+which died (and how), which timed out in a collective, and what hang forensics saw.
+
+Pure Python 3.8+ standard library. diagnosis.log feeds every line to JobEvidence.add(); diagnosis.root_cause
+turns the evidence into root-cause findings. Every pattern matches the structure of lines that
+NCCL, torch, torchrun, Open MPI, Slurm, the kernel and diagnosis.forensics write, gated by a cheap
+substring test so that the lines that match nothing (nearly all) cost one `in` each.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from typing import Dict, List, Optional
+
+from .ras import RasText
+
+# "ncclCommInitRankConfig comm 0x.. rank 1 nranks 2 ..." (2.19+), "comm 0x.. rank 1 nranks 2 cudaDev 0
+# busId 60 - Init COMPLETE" (2.12+), "comm 0x.. rank 1 nRanks 2 nNodes 2 ..." (2.18+).
+_NCCL_RANK = re.compile(r"\bcomm \S+ rank (?P<rank>\d+) n[Rr]anks (?P<nranks>\d+)\b")
+# Open MPI / PRRTE: "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed)."
+_MPI_SIGNAL = re.compile(r"process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<node>\S+?)\.? "
+                         r"exited on signal (?P<signal>\d+)(?: \((?P<name>[^)]*)\))?")
+# Slurm: "srun: error: node1: task 1: Killed"
+_SRUN = re.compile(r"srun: error: (?P<node>[\w.\-]+): tasks? (?P<rank>\d+)(?:[-,]\d+)*: "
+                   r"(?P<name>Killed|Segmentation fault|Aborted|Terminated|Bus error)")
+# torchrun's agent: "failed (exitcode: -9) local_rank: 0 (pid: 1747) of binary: ..."
+_AGENT_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
+# torchrun's ChildFailedError report: "  host      : node1", "  rank      : 1 (local_rank: 0)", ...
+_CHILD_FIELD = re.compile(r"^\s*(?P<key>host|rank|exitcode|traceback)\s*: (?P<value>.*\S)")
+_CHILD_BLOCK = re.compile(r"^\s*\[\d+\]:\s*$")
+_REPORT_ROOT = "Root Cause (first observed failure)"
+# The kernel's OOM killer: "Out of memory: Killed process 1747 (python3) ..." (also "Memory cgroup out
+# of memory: ...") and "oom-kill:constraint=...,task=python3,pid=1747,uid=0".
+_OOM = re.compile(r"[Oo]ut of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)"
+                  r"|oom-kill:.*\btask=(?P<comm2>[^,]*),pid=(?P<pid2>\d+)")
+# torch's watchdog: "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=49, OpType=ALLREDUCE"
+_WATCHDOG = re.compile(r"(?:\[Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: "
+                       r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)")
+_TORCH_LABEL_RANK = re.compile(r"^rank(?P<rank>\d+)$")
+# The distributed start as torch and Lightning announce it, before any communicator exists.
+_RENDEZVOUS_START = re.compile(
+    r"Initializing distributed: GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)"
+    r"|Waiting in store based barrier to initialize process group"
+    r"|Rendezvous'ing worker group|\[c10d\] The client socket has|Starting elastic_operator")
+# After this the process group exists: the rendezvous is over.
+_RENDEZVOUS_DONE = ("All distributed processes registered", "Init COMPLETE", "Connected all rings",
+                    "Rendezvous complete for workers")
+_FORENSICS = re.compile(r"ncclkit-forensics: rank=(?P<rank>\d+) host=(?P<host>\S+) pid=(?P<pid>\d+) "
+                        r"state=(?P<state>\S)(?: \([^)]*\))?(?: wchan=(?P<wchan>\S+))?")
+_FORENSICS_RAS = "ncclkit-forensics: ras: "
+
+# States of a process that cannot make progress in a collective.
+STUCK_STATES = {"T": "stopped (SIGSTOP or a debugger)", "t": "stopped by a tracer",
+                "D": "in an uninterruptible wait (I/O or the driver)", "Z": "a zombie (exited)"}
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+class JobEvidence:
+    """Accumulates, line by line, what the whole job did; memory grows with ranks, not lines."""
+
+    def __init__(self):
+        self.ranks: Dict[int, dict] = {}          # rank -> {host, pid, nranks}
+        self.pid_rank: Dict[tuple, int] = {}      # (host, pid) -> rank
+        self.pid_hosts: Dict[str, str] = {}       # pid -> host (for OOM lines naming a pid only)
+        self.world = 0
+        self.init_done_hosts: Dict[str, dict] = {}  # host -> origin of its first init-complete line
+        self.init_started = False
+        self.deaths: List[dict] = []              # {rank?, host?, pid?, signal?, exitcode?, how, origin}
+        self.timeouts: List[dict] = []            # {rank?, host?, seq, op, origin}
+        self.rendezvous: Optional[dict] = None    # origin of the first rendezvous-start line
+        self.rendezvous_done = False
+        self.forensics: List[dict] = []           # {rank, host, pid, state, wchan, origin}
+        self.ras = RasText()
+        self._child: Optional[dict] = None        # the ChildFailedError failure being read
+        self._in_report = False
+
+    def add(self, line, origin) -> None:
+        """line: diagnosis.lines.Line; origin: a callable giving {evidence, source, line} on demand."""
+        text = line.text
+        if line.level:
+            # NCCL's own line: it carries ranks and init, never a launcher's or torch's message.
+            self._nccl(line, origin)
+            if not self.rendezvous_done and ("Init COMPLETE" in text or "Connected all rings" in text):
+                self.rendezvous_done = True
+            return
+        if "ncclkit-forensics:" in text:
+            self._forensic(text, origin)
+            return
+        if self._in_report or "ChildFailedError" in text or _REPORT_ROOT in text:
+            self._child_block(text, origin)
+        if "exited on signal" in text:
+            self._match_death(_MPI_SIGNAL, text, origin, "mpi")
+        elif "srun: error:" in text:
+            self._match_death(_SRUN, text, origin, "srun")
+        elif "(exitcode: " in text:
+            self._match_death(_AGENT_FAILED, text, origin, "agent")
+        elif "ut of memory" in text or "oom-kill:" in text:
+            self._match_death(_OOM, text, origin, "oom")
+        elif "Watchdog caught" in text:
+            self._watchdog(line, origin)
+        if not self.rendezvous_done:
+            if any(marker in text for marker in _RENDEZVOUS_DONE):
+                self.rendezvous_done = True
+            elif self.rendezvous is None and ("distributed" in text or "Rendezvous" in text or "c10d" in text
+                                              or "elastic_operator" in text):
+                match = _RENDEZVOUS_START.search(text)
+                if match:
+                    self.rendezvous = origin()
+        self.ras.add(text, origin)
+
+    # ---- NCCL's own lines ----
+
+    def _nccl(self, line, origin) -> None:
+        msg, host = line.msg, line.host
+        if "nranks" in msg or "nRanks" in msg:
+            match = _NCCL_RANK.search(msg)
+            if match:
+                pid = _pid(line)
+                rank, nranks = int(match.group("rank")), int(match.group("nranks"))
+                self.init_started = True
+                self.world = max(self.world, nranks)
+                if pid is not None and (host, pid) not in self.pid_rank:
+                    self.pid_rank[(host, pid)] = rank
+                    self.pid_hosts.setdefault(pid, host)
+                    self.ranks.setdefault(rank, {"host": host, "pid": pid, "nranks": nranks})
+        if ("Init COMPLETE" in msg or "Connected all rings" in msg) and host not in self.init_done_hosts:
+            self.init_done_hosts[host] = origin()
+
+    # ---- deaths, timeouts, forensics ----
+
+    def _match_death(self, pattern, text, origin, how) -> None:
+        match = pattern.search(text)
+        if not match:
+            return
+        groups = match.groupdict()
+        death = {"how": how, "origin": origin()}
+        if how in ("mpi", "srun"):
+            death["rank"] = int(groups["rank"])
+            death["node"] = groups["node"]
+            if how == "mpi":
+                death["signal"] = int(groups["signal"])
+                if groups["pid"] != "0":
+                    death["pid"] = groups["pid"]
+            else:
+                death["signal"] = {"Killed": 9, "Segmentation fault": 11, "Aborted": 6, "Terminated": 15,
+                                   "Bus error": 7}[groups["name"]]
+        elif how == "agent":
+            code = int(groups["code"])
+            death.update(pid=groups["pid"], **({"signal": -code} if code < 0 else {"exitcode": code}))
+        else:
+            death.update(pid=groups["pid"] or groups["pid2"], signal=9, oom=True,
+                         comm=groups["comm"] or groups["comm2"])
+        self.deaths.append(death)
+
+    def _child_block(self, text, origin) -> None:
+        # The report has no blank line inside: "[N]:" opens a failure, "key : value" lines fill it.
+        if "ChildFailedError" in text or _REPORT_ROOT in text:
+            self._flush_child()
+            self._in_report = True
+            return
+        if not self._in_report:
+            return
+        stripped = text.strip()
+        if not stripped:
+            self._flush_child()
+            self._in_report = False
+        elif _CHILD_BLOCK.match(text):
+            self._flush_child()
+            self._child = {"origin": None}
+        elif stripped.startswith(("====", "----")):
+            self._flush_child()
+        elif self._child is not None:
+            match = _CHILD_FIELD.match(text)
+            if match:
+                key = match.group("key")
+                self._child[key] = match.group("value")
+                if self._child["origin"] is None or key == "exitcode":
+                    self._child["origin"] = origin()
+
+    def _flush_child(self) -> None:
+        child, self._child = self._child, None
+        if not child or "exitcode" not in child:
+            return
+        code = re.match(r"-?\d+", child["exitcode"])
+        rank = re.match(r"\d+", child.get("rank", ""))
+        pid = re.search(r"pid: (\d+)", child["exitcode"])
+        if not code:
+            return
+        death = {"how": "torchrun", "origin": child["origin"], "host": child.get("host")}
+        if rank:
+            death["rank"] = int(rank.group())
+        if pid:
+            death["pid"] = pid.group(1)
+        number = int(code.group())
+        death.update({"signal": -number} if number < 0 else {"exitcode": number})
+        self.deaths.append(death)
+
+    def _watchdog(self, line, origin) -> None:
+        match = _WATCHDOG.search(line.text)
+        if not match:
+            return
+        rank = match.group("rank")
+        if rank is None and line.label:
+            label = _TORCH_LABEL_RANK.match(line.label)
+            rank = label.group("rank") if label else None
+        self.timeouts.append({"rank": int(rank) if rank is not None else None, "host": line.host,
+                              "seq": int(match.group("seq")), "op": match.group("op"), "origin": origin()})
+
+    def _forensic(self, text, origin) -> None:
+        if _FORENSICS_RAS in text:
+            self.ras.add(text.split(_FORENSICS_RAS, 1)[1], origin)
+            return
+        match = _FORENSICS.search(text)
+        if match:
+            self.forensics.append({"rank": int(match.group("rank")), "host": match.group("host"),
+                                   "pid": match.group("pid"), "state": match.group("state"),
+                                   "wchan": match.group("wchan") or "-", "origin": origin()})
+
+    def finish(self) -> None:
+        self._flush_child()
+        self.ras.finish()
+
+
+def _pid(line) -> Optional[str]:
+    # The NCCL prefix is "host:pid:tid"; the host is known, the pid follows it.
+    head = line.text.split(line.host + ":", 1)
+    return head[1].split(":", 1)[0] if len(head) == 2 else None

@@ -1,0 +1,318 @@
+"""Turn raw log input into lines, and read the parts of one line NCCL diagnosis needs.
+
+Pure Python 3.8+ standard library: the nccl_diagnose module and the ncclkit package share it.
+
+A line may carry, before the text NCCL or torch wrote, a timestamp in any
+NCCL_DEBUG_TIMESTAMP_FORMAT, a launcher label (mpirun --tag-output "[1,0]<stdout>:", torchrun
+"[rank0]:", MPICH "[0] "), or colour codes. So the NCCL prefix "host:pid:tid [dev]" is searched
+anywhere in the line instead of being anchored at its start.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import List, NamedTuple, Optional, Tuple
+
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.lines import NCCL_VERSION, TEST_FAILURE, device_row
+
+MAX_BYTES = 64 * 1024 * 1024       # text given in memory (the module's content)
+MAX_FILE_BYTES = 4 * 1024 ** 3     # files, read line by line: a bound against endless streams only
+_CHUNK = 1 << 20
+# Longer lines are not NCCL lines; cutting them keeps every pattern linear in the input.
+MAX_LINE = 8192
+_BINARY_SAMPLE = 64 * 1024
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# Launcher labels, possibly several ("[80746] [rank0]:"); the most specific one names the process.
+# Colour codes whose escape character was lost on the way ("[0m ") are dropped the same way.
+_LABEL = re.compile(
+    r"\s*(?:\[(?P<mpi>\d+,\d+)\]<(?:stdout|stderr)>:|\[(?P<torch>rank\d+)\]:|\[(?P<idx>\d+)\] |"
+    r"\[(?P<colour>[0-9;]*)m)")
+# "host:pid:tid [dev] [seconds] [file.cc:123] NCCL LEVEL message" (2.12 to 2.30; TRACE adds seconds).
+# The look-behind lets a match start only where a host name can start, which keeps it linear.
+NCCL_LINE = re.compile(
+    r"(?<![\w.\-<>])(?P<host>[\w.\-<>]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] "
+    r"(?:\d+\.\d+ )?(?:(?P<where>\S+:\d+) )?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<msg>.*)")
+_NNODES = re.compile(r"\bnNodes (?P<n>\d+)")
+# The name only: the value is the rest of the line, trimmed in Python (a lazy ".*?" before "\.?\s*$"
+# backtracks over every run of spaces, quadratic on a long line).
+_ENV = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]+) set by environment to ")
+_BOOTSTRAP = re.compile(r"^Bootstrap ?: Using (?P<list>.+)$")
+_NET_SOCKET = re.compile(r"^NET/Socket ?: Using (?P<list>.+)$")
+_NET_IB = re.compile(r"^NET/IB ?: Using (?P<list>.+)$")
+_IB_DEVICE = re.compile(r"\[\d+\](?P<name>[^\s:\[\]]+):(?P<port>\d+)/(?P<link>\w+)")
+_OFI = re.compile(r"^NET/OFI Selected [Pp]rovider is (?P<provider>[^,\s(]+)")
+_NETWORK = re.compile(r"^Using network (?P<net>\S.*)")
+_CHANNEL_NET = re.compile(r"\bvia NET/(?P<net>[^/\s][^/]*)/")
+
+
+class NcclLogError(ValueError):
+    """The input cannot be read as a log (wrong type, too large, binary); the message says why."""
+
+
+class Line(NamedTuple):
+    number: int
+    text: str             # the line without colour codes and launcher labels
+    label: Optional[str]  # launcher label ("1,0", "rank0", "0") naming the process, if any
+    host: Optional[str]   # host from the NCCL prefix, if the line has one
+    level: Optional[str]  # NCCL level: INFO, WARN, TRACE, ABORT
+    msg: str              # NCCL message after the prefix, else the text
+
+
+def decode(data, source: str, max_bytes: int = MAX_BYTES) -> Tuple[str, List[str]]:
+    """Return (text, notes) from str or bytes; raise NcclLogError for unusable input."""
+    if isinstance(data, str):
+        if len(data) > max_bytes:
+            raise NcclLogError(_too_large(source, len(data), max_bytes))
+        return data.replace("\x00", ""), []
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise NcclLogError(f"{source}: expected text or bytes, got {type(data).__name__}")
+    raw = bytes(data)
+    if len(raw) > max_bytes:
+        raise NcclLogError(_too_large(source, len(raw), max_bytes))
+    # Zero padding (a log file cut short by a crash) is not binary content.
+    raw = raw.replace(b"\x00", b"")
+    if _looks_binary(raw[:_BINARY_SAMPLE]):
+        raise NcclLogError(f"{source}: looks like a binary file, not a text log")
+    try:
+        return raw.decode("utf-8"), []
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", errors="replace")
+        bad = text.count("\ufffd") - raw.decode("utf-8", errors="ignore").count("\ufffd")
+        return text, [f"{source}: not valid UTF-8; {bad} undecodable byte sequence(s) were replaced with U+FFFD"]
+
+
+def _too_large(source, size, max_bytes):
+    return (f"{source}: {size / 1048576:.1f} MiB is over the {max_bytes // 1048576} MiB limit; "
+            "pass the part around the failure (e.g. `tail -c 32M`)")
+
+
+def _looks_binary(sample: bytes) -> bool:
+    # Text logs have almost no control characters and decode as UTF-8 (or nearly so).
+    if not sample:
+        return False
+    text = sample.decode("utf-8", errors="replace")
+    odd = sum(1 for ch in text if ch == "\ufffd" or (ch < " " and ch not in "\t\n\r\f\v\x1b"))
+    return odd > 0.3 * len(text)
+
+
+class StreamReader:
+    """A binary stream read in chunks into Line records, with memory bounded by the chunk size.
+
+    head() is the first bytes (for sniffing pickles and JSON); lines() then yields every line,
+    undecodable bytes replaced (and counted in notes); rest() is the whole content as bytes instead.
+    """
+
+    def __init__(self, handle, source: str, max_bytes: int):
+        self.handle, self.source, self.max_bytes = handle, source, max_bytes
+        self.size = 0
+        self.bad = 0  # lines with undecodable bytes
+        self.notes: List[str] = []
+        self._head = None
+
+    def _read(self, count: int) -> bytes:
+        data = self.handle.read(count)
+        if not isinstance(data, bytes):
+            raise NcclLogError(f"{self.source}: expected a binary stream")
+        self.size += len(data)
+        if self.size > self.max_bytes:
+            raise NcclLogError(_too_large(self.source, self.size, self.max_bytes))
+        return data
+
+    def head(self) -> bytes:
+        if self._head is None:
+            self._head = self._read(_BINARY_SAMPLE)
+        return self._head
+
+    def empty(self) -> bool:
+        """Whether the stream holds nothing but whitespace and zero padding (reads it to know)."""
+        head = self.head()
+        while not head.strip(b"\x00 \t\r\n"):
+            more = self._read(_BINARY_SAMPLE)
+            if not more:
+                return True
+            head = self._head = more  # whitespace before it carries no line worth a number
+        return False
+
+    def rest(self) -> bytes:
+        chunks = [self.head()]
+        while True:
+            chunk = self._read(_CHUNK)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+    def lines(self):
+        head = self.head()
+        if _looks_binary(head.replace(b"\x00", b"")):
+            raise NcclLogError(f"{self.source}: looks like a binary file, not a text log")
+        number, pending, chunk = 0, b"", head
+        while chunk:
+            data = pending + chunk
+            cut = data.rfind(b"\n")
+            # A line is cut at MAX_LINE characters anyway: an endless one is not kept whole.
+            pending = data[cut + 1:][:MAX_LINE * 4]
+            if cut >= 0:
+                for text in self._decode(data[:cut]):
+                    # Bare carriage returns (progress bars) break lines as str.splitlines() does,
+                    # so that a file read in chunks numbers its lines as the same text in memory.
+                    for piece in (text.splitlines() or [""]) if "\r" in text else (text,):
+                        number += 1
+                        yield parse_line(number, piece[:MAX_LINE])
+            chunk = self._read(_CHUNK)
+        if pending:
+            for text in self._decode(pending):
+                for piece in text.splitlines():
+                    number += 1
+                    yield parse_line(number, piece[:MAX_LINE])
+        if self.bad:
+            self.notes.append(f"{self.source}: not valid UTF-8; {self.bad} line(s) had undecodable bytes replaced "
+                              "with U+FFFD")
+
+    def _decode(self, body: bytes) -> List[str]:
+        """The lines of a run of whole lines; decoded in one call unless some line is not UTF-8."""
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            texts = []
+            for raw in body.split(b"\n"):
+                try:
+                    texts.append(raw.decode("utf-8"))
+                except UnicodeDecodeError:
+                    texts.append(raw.decode("utf-8", errors="replace"))
+                    self.bad += 1
+            text = "\n".join(texts)
+        if "\x00" in text:
+            text = text.replace("\x00", "")  # zero padding from a crash
+        return text.split("\n")
+
+
+def split_lines(text: str):
+    """Yield Line records, numbered from 1."""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        yield parse_line(number, raw[:MAX_LINE])
+
+
+def parse_line(number: int, raw: str) -> Line:
+    text = ANSI.sub("", raw) if "\x1b" in raw else raw
+    label, text = _strip_labels(text) if text[:1] in ("[", " ", "\t") else (None, text)
+    # Most NCCL lines start with their prefix: an anchored match is the fast path.
+    match = (NCCL_LINE.match(text) or NCCL_LINE.search(text)) if "NCCL" in text else None
+    if match:
+        host, level, msg = match.group("host", "level", "msg")
+        return Line(number, text, label, host, level, msg.strip())
+    match = TEST_FAILURE.search(text) if "Test " in text else None
+    return Line(number, text, label, match.group("host") if match else None, None, text.strip())
+
+
+def _strip_labels(text: str) -> Tuple[Optional[str], str]:
+    found = {}
+    while True:
+        match = _LABEL.match(text)
+        if not match:
+            break
+        for kind, value in match.groupdict().items():
+            if value is not None:
+                found.setdefault(kind, value)
+        text = text[match.end():]
+    for kind in ("mpi", "torch", "idx"):  # not "colour"
+        if kind in found:
+            return found[kind], text
+    return None, text
+
+
+# ---- facts carried by single lines ----
+
+def nccl_version(line: Line) -> Optional[str]:
+    if "NCCL version" not in line.text:
+        return None
+    # NCCL before 2.9 printed its version without the prefix, on rank 0 only.
+    match = NCCL_VERSION.search(line.msg) if line.level else NCCL_VERSION.match(line.text.lstrip())
+    return match.group("version") if match else None
+
+
+def device_row_host(line: Line) -> Optional[str]:
+    match = device_row(line.text) if line.text.startswith("#") else None
+    return match.group("host") if match else None
+
+
+def node_count(line: Line) -> Optional[int]:
+    match = _NNODES.search(line.msg) if line.level and "nNodes" in line.msg else None
+    return int(match.group("n")) if match else None
+
+
+def env_setting(line: Line) -> Optional[Tuple[str, str]]:
+    match = _ENV.match(line.msg) if line.level and "set by environment" in line.msg else None
+    if not match:
+        return None
+    value = line.msg[match.end():].rstrip()
+    return match.group("name"), value[:-1] if value.endswith(".") else value
+
+
+def bootstrap_nics(line: Line) -> List[dict]:
+    match = _BOOTSTRAP.match(line.msg) if line.level and line.msg.startswith("Bootstrap") else None
+    return _socket_list(match.group("list")) if match else []
+
+
+def net_nics(line: Line) -> List[dict]:
+    """NICs from "NET/Socket : Using ...", "NET/IB : Using ... ; OOB ..." or "NET/OFI Selected provider"."""
+    if not line.level or not line.msg.startswith("NET/"):
+        return []
+    match = _NET_SOCKET.match(line.msg)
+    if match:
+        return [dict(nic, kind="Socket") for nic in _socket_list(match.group("list"))]
+    match = _NET_IB.match(line.msg)
+    if match:
+        devices, dummy, oob = match.group("list").partition(";")
+        nics = [{"name": f"{m.group('name')}:{m.group('port')}", "kind": m.group("link")}
+                for m in _IB_DEVICE.finditer(devices)]
+        oob = oob.strip()
+        if oob.startswith("OOB"):
+            nics += [dict(nic, kind="OOB") for nic in _socket_list(oob[3:])]
+        return nics
+    match = _OFI.match(line.msg)
+    return [{"name": match.group("provider"), "kind": "OFI"}] if match else []
+
+
+def network_name(line: Line) -> Optional[str]:
+    """The net plugin a communicator uses: "Using network X" or a channel's "via NET/X/0"."""
+    if not line.level or ("Using network" not in line.msg and "via NET/" not in line.msg):
+        return None
+    match = _NETWORK.match(line.msg) or _CHANNEL_NET.search(line.msg)
+    return match.group("net").rstrip() if match else None
+
+
+def ofi_provider(line: Line) -> Optional[str]:
+    match = _OFI.match(line.msg) if line.level and line.msg.startswith("NET/OFI") else None
+    return match.group("provider") if match else None
+
+
+def _socket_list(listing: str) -> List[dict]:
+    # "[0]eth0:10.0.0.1<0> [1]veth1:fe80::1%veth1<0>" or, since 2.19, "eth0:10.0.0.1<0>".
+    nics = []
+    for item in listing.split():
+        item = re.sub(r"^\[\d+\]", "", item)
+        item = re.sub(r"<\d+>$", "", item)
+        if ":" in item:
+            name, address = split_name_address(item)
+            nics.append({"name": name, "address": address})
+    return nics
+
+
+def split_name_address(item: str) -> Tuple[str, str]:
+    """Split "eth0:10.0.0.1", "eno1:avahi:10.0.0.1" or "eth1:fe80::1%eth1" into name and address."""
+    for index, char in enumerate(item):
+        if char == ":" and parse_address(item[index + 1:]) is not None:
+            return item[:index], item[index + 1:]
+    name, dummy, address = item.rpartition(":")
+    return name, address
+
+
+def parse_address(text: str):
+    """An ip_address for "10.0.0.1", "fe80::1%eth0" or "[::1]", else None."""
+    text = text.strip("[]").split("%", 1)[0]
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None

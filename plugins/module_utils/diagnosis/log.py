@@ -1,0 +1,420 @@
+"""Read NCCL, Gloo and torch.distributed logs into per-host facts and findings with a cause and a fix.
+
+Pure Python 3.8+ standard library: the nccl_diagnose module and the ncclkit package both use it.
+
+    result = read_nccl_log(text_or_bytes, cluster_cidr="10.0.0.0/8", expected_transport="socket")
+    result = read_nccl_log_files(["/var/log/train.log"])
+
+The result (a dict of plain JSON types):
+    hosts: {host: {bootstrap_nics: [{name, address}], net_nics: [{name, address?, kind}],
+                   transport: "Socket" | "IB" | "OFI(EFA)" | "OFI(<provider>)" | other | None,
+                   nccl_versions: ["2.28.9+cuda13.0"], env: {NCCL_SOCKET_IFNAME: "eth1", ...}}}
+    findings: [{code, severity, host, rank, evidence, source, line, count, cause, fix, consequence_of}]
+              the root cause first (diagnosis.root_cause.judge), then independent findings, then consequences
+    verdict: one line naming the root cause, or HEALTHY
+    nccl_versions: every distinct NCCL version in the log
+    multi_node: whether the log shows more than one node
+    lines: how many lines were read
+    notes: remarks about the input (not UTF-8, nothing recognised)
+Lines that name no host (torch tracebacks, bare Gloo errors) are given the host of their launcher
+label when an NCCL line with that label names one, else the only host their file names (one log
+per node), else the only host in the log, else default_host, else "unknown".
+Inputs may also be PyTorch flight-recorder dumps (pickles, read by diagnosis.flight_recorder) and
+NCCL RAS JSON reports (diagnosis.ras); they add evidence about hangs but no lines.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Optional
+
+from .root_cause import judge, verdict
+from .rules import (
+    match_line,
+    nccl_warning,
+    nic_findings,
+    parse_networks,
+    sort_key,
+    transport_findings,
+    version_findings,
+)
+from .flight_recorder import FlightRecorderError, compare_dumps, looks_like_pickle, read_dump
+from .job import JobEvidence
+from .lines import (
+    MAX_BYTES,
+    MAX_FILE_BYTES,
+    StreamReader,
+    Line,
+    NcclLogError,
+    bootstrap_nics,
+    decode,
+    device_row_host,
+    env_setting,
+    net_nics,
+    network_name,
+    nccl_version,
+    node_count,
+    ofi_provider,
+    split_lines,
+)
+from .ras import RasFormatError, json_start, parse_ras_json
+
+__all__ = ["MAX_BYTES", "MAX_FILE_BYTES", "NcclLogError", "TRANSPORTS", "read_nccl_log", "read_nccl_log_files"]
+
+TRANSPORTS = ("any", "socket", "ib", "efa")
+UNKNOWN_HOST = "unknown"
+_EVIDENCE_CHARS = 500
+_MEANINGS = 8192  # distinct NCCL messages remembered at once
+
+
+def read_nccl_log(data, cluster_cidr=None, cluster_ips=None, expected_transport: str = "any",
+                  default_host: Optional[str] = None, max_bytes: int = MAX_BYTES, source: str = "content") -> dict:
+    """Diagnose one log given as str or bytes; raise NcclLogError (only) for unusable input."""
+    return _diagnose([(source, data, False)], cluster_cidr, cluster_ips, expected_transport, default_host, max_bytes)
+
+
+def read_nccl_log_files(paths, cluster_cidr=None, cluster_ips=None, expected_transport: str = "any",
+                        default_host: Optional[str] = None, max_bytes: int = MAX_FILE_BYTES) -> dict:
+    """Diagnose several log files as one log (all ranks of a job); max_bytes caps their total.
+
+    Files are read line by line, so memory stays small whatever their size. A path may also be an
+    open binary file object (stdin's buffer), named by its `name` attribute.
+    """
+    if isinstance(paths, (str, bytes, os.PathLike)) or hasattr(paths, "read"):
+        paths = [paths]
+    return _diagnose([(_name(path), path, True) for path in paths], cluster_cidr, cluster_ips, expected_transport,
+                     default_host, max_bytes)
+
+
+def _name(path) -> str:
+    if hasattr(path, "read"):
+        return str(getattr(path, "name", "<stdin>"))
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        # open() would take an int for a file descriptor.
+        raise NcclLogError(f"expected a file path, got {type(path).__name__}")
+    return os.fsdecode(path)
+
+
+def _diagnose(sources, cluster_cidr, cluster_ips, expected_transport, default_host, max_bytes) -> dict:
+    if expected_transport not in TRANSPORTS:
+        raise NcclLogError(f"expected_transport must be one of {', '.join(TRANSPORTS)}, not {expected_transport!r}")
+    try:
+        networks = parse_networks(cluster_cidr, cluster_ips)
+    except (TypeError, ValueError) as error:
+        raise NcclLogError(str(error)) from None
+    log = _Log(expected_transport)
+    budget = [max_bytes]
+    for source, data, is_file in sources:
+        if is_file:
+            _read_stream(log, source, data, budget)
+        else:
+            _read_data(log, source, data, max_bytes)
+    if log.empty and len(log.empty) == len(sources):
+        raise NcclLogError(f"{', '.join(log.empty)}: empty: nothing to diagnose (check the path, and that "
+                           "the job wrote its output there)")
+    log.notes.extend(f"{source}: empty" for source in log.empty)
+    return log.result(networks, default_host or UNKNOWN_HOST)
+
+
+def _read_data(log, source: str, data, max_bytes: int) -> None:
+    if isinstance(data, (bytes, bytearray, memoryview)) and looks_like_pickle(data):
+        log.add_dump(source, bytes(data))
+        return
+    text, notes = decode(data, source, max_bytes)
+    log.notes.extend(notes)
+    if _looks_like_ras_json(text):
+        log.add_ras_json(source, text)
+        return
+    for line in split_lines(text):
+        log.add(source, line)
+
+
+# The fix for a log that cannot be opened or read, after the system's reason.
+READ_FIX = "; check the path and that the user running this can read it"
+
+
+def _read_stream(log, source: str, path, budget: list) -> None:
+    """A file (path or open binary object), line by line, within budget[0] bytes for all files."""
+    try:
+        handle = path if hasattr(path, "read") else open(path, "rb")
+    except (OSError, ValueError) as error:
+        raise NcclLogError(f"{source}: cannot read: {getattr(error, 'strerror', None) or error}{READ_FIX}") from None
+    reader = StreamReader(handle, source, budget[0])
+    try:
+        if reader.empty():
+            log.empty.append(source)
+            return
+        head = reader.head()
+        if looks_like_pickle(head):
+            log.add_dump(source, reader.rest())
+        elif _looks_like_ras_json(head.decode("utf-8", "replace")):
+            log.add_ras_json(source, decode(reader.rest(), source, budget[0])[0])
+        else:
+            for line in reader.lines():
+                log.add(source, line)
+        log.notes.extend(reader.notes)
+    except OSError as error:
+        raise NcclLogError(f"{source}: cannot read: {error.strerror or error}{READ_FIX}") from None
+    finally:
+        budget[0] -= reader.size
+        if handle is not path:
+            handle.close()
+
+
+def _looks_like_ras_json(text: str) -> bool:
+    head = text[:4096]
+    start = json_start(head)
+    return 0 <= start < 200 and '"communicators"' in head
+
+
+def _new_host() -> dict:
+    # nets and versions: {value: where it was first seen ({evidence, source, line})}; "net" is the last net.
+    # Only distinct values are kept, so that memory (and the garbage collector's work) stays small.
+    return {"bootstrap_nics": {}, "net_nics": {}, "nets": {}, "net": None, "ofi": [], "versions": {}, "env": {}}
+
+
+class _Log:
+    """What the lines said so far; hosts of unlabelled lines are settled at the end."""
+
+    def __init__(self, expected_transport: str):
+        self.expected = expected_transport
+        self.hosts: Dict[str, dict] = {}
+        self.label_hosts: Dict[str, str] = {}
+        self.pending: Dict[tuple, dict] = {}  # (code, host, label, source, cause) -> first finding, with a count
+        self.source_hosts: Dict[str, set] = {}  # source -> up to two hosts its NCCL lines name
+        self.loose_versions: Dict[tuple, dict] = {}  # (version, label) -> origin, from lines without a host
+        self.nodes = 0
+        self.lines = 0
+        self.notes: List[str] = []
+        self.job = JobEvidence()
+        self.dumps: List[dict] = []
+        self.ras_problems: List[dict] = []
+        self.empty: List[str] = []  # files with nothing but whitespace
+        self.meanings: Dict[tuple, list] = {}  # (level, NCCL message) -> its findings
+
+    def add_dump(self, source: str, data: bytes) -> None:
+        try:
+            dump = read_dump(data, source)
+        except FlightRecorderError as error:
+            raise NcclLogError(str(error)) from None
+        self.dumps.append(dump)
+        self.notes.append(f"{source}: flight-recorder dump of rank {dump['rank']} ({len(dump['entries'])} entries)")
+
+    def add_ras_json(self, source: str, text: str) -> None:
+        try:
+            problems = parse_ras_json(text)
+        except RasFormatError as error:
+            raise NcclLogError(f"{source}: {error}") from None
+        self.ras_problems.extend(
+            dict(p, origin={"evidence": f"NCCL RAS (JSON): rank {p['rank']}: {p['reason']} (process {p['pid']} "
+                                        f"on {p['node']})", "source": source, "line": None})
+            for p in problems)
+        self.notes.append(f"{source}: NCCL RAS JSON report naming {len(problems)} problem rank(s)")
+
+    def add(self, source: str, line: Line) -> None:
+        self.lines += 1
+        self.job.add(line, lambda: _origin(line, source))
+        host = line.host
+        if host:
+            if line.label:
+                self.label_hosts.setdefault(line.label, host)
+            named = self.source_hosts.get(source)
+            if named is None:
+                named = self.source_hosts[source] = set()
+            if len(named) < 2:
+                named.add(host)
+            facts = self.hosts.get(host)
+            self._facts(facts if facts is not None else self._host(host), line, source)
+        else:
+            self._loose_facts(line, source)
+        self._findings(line, source)
+
+    def _host(self, name: str) -> dict:
+        if name not in self.hosts:
+            self.hosts[name] = _new_host()
+        return self.hosts[name]
+
+    def _facts(self, host: dict, line: Line, source: str) -> None:
+        # Each reader is tried only where its words are: most lines carry no fact at all.
+        msg = line.msg
+        if msg.startswith("Bootstrap"):
+            for nic in bootstrap_nics(line):
+                _add_nic(host["bootstrap_nics"], nic, line, source)
+        provider = None
+        if msg.startswith("NET/"):
+            for nic in net_nics(line):
+                _add_nic(host["net_nics"], nic, line, source)
+            provider = ofi_provider(line)
+        net = network_name(line) if "Using network" in msg or "via NET/" in msg else None
+        version = nccl_version(line) if "NCCL version" in msg else None
+        setting = env_setting(line) if "set by environment" in msg else None
+        if net:
+            if net not in host["nets"]:
+                host["nets"][net] = _origin(line, source)
+            host["net"] = net
+        if provider and provider not in host["ofi"]:
+            host["ofi"].append(provider)
+        if version and version not in host["versions"]:
+            host["versions"][version] = _origin(line, source)
+        if setting:
+            host["env"][setting[0]] = setting[1]
+        # A channel over NET/ joins ranks that NCCL sees on different nodes.
+        if "nNodes" in msg:
+            self.nodes = max(self.nodes, node_count(line) or 0)
+        if net and self.nodes < 2 and "via NET/" in msg:
+            self.nodes = 2
+
+    def _loose_facts(self, line: Line, source: str) -> None:
+        row_host = device_row_host(line)
+        if row_host:
+            self._host(row_host)
+        version = nccl_version(line)
+        if version and (version, line.label) not in self.loose_versions:
+            self.loose_versions[(version, line.label)] = _origin(line, source)
+
+    def _findings(self, line: Line, source: str) -> None:
+        if line.level:
+            # NCCL repeats the same messages on every rank: what one message means is looked up
+            # once (the rules read only the message, never the host:pid prefix before it).
+            key = (line.level, line.msg)
+            found = self.meanings.get(key)
+            if found is None:
+                found = match_line(line.text, self.expected)
+                if not found and line.level == "WARN":
+                    found = [nccl_warning(line.msg)]
+                if len(self.meanings) >= _MEANINGS:
+                    self.meanings.clear()
+                self.meanings[key] = found
+        else:
+            found = match_line(line.text, self.expected)
+        for finding in found:
+            key = (finding["code"], line.host, line.label, source, finding["cause"])
+            if key in self.pending:
+                self.pending[key]["count"] += 1
+            else:
+                self.pending[key] = dict(finding, count=1, **_origin(line, source))
+
+    # ---- the end ----
+
+    def result(self, networks, default_host: str) -> dict:
+        fallback = next(iter(self.hosts)) if len(self.hosts) == 1 else default_host
+
+        def settle(label, source=None):
+            named = self.source_hosts.get(source, ())
+            return self.label_hosts.get(label) or (next(iter(named)) if len(named) == 1 else fallback)
+
+        for (version, label), origin in self.loose_versions.items():
+            if settle(label) != UNKNOWN_HOST:
+                self._host(settle(label))["versions"].setdefault(version, origin)
+        findings = [dict(finding, host=host or settle(label, source))
+                    for (dummy, host, label, source, dummy), finding in self.pending.items()]
+        findings += self._derived(networks)
+        self.job.finish()
+        dumps_verdict = compare_dumps(self.dumps) if self.dumps else None
+        if dumps_verdict:
+            dumps_verdict["source"] = ", ".join(d["name"] for d in self.dumps)
+        findings = judge(_dedupe(findings), self.job, dumps_verdict, self.ras_problems,
+                         lambda host: host or fallback)
+        findings = [dict({key: finding.get(key) for key in PUBLIC_KEYS}, host=finding.get("host") or UNKNOWN_HOST)
+                    for finding in findings]
+        return {
+            "verdict": verdict(findings, self.lines, list(self.hosts)),
+            "hosts": {name: _public(facts) for name, facts in self.hosts.items()},
+            "findings": findings,
+            "nccl_versions": _distinct([v for facts in self.hosts.values() for v in facts["versions"]]
+                                       + [version for version, dummy in self.loose_versions]),
+            "multi_node": self._multi_node(),
+            "lines": self.lines,
+            "notes": self.notes + self._nothing_note(findings),
+        }
+
+    def _multi_node(self) -> bool:
+        return len(self.hosts) > 1 or self.nodes > 1
+
+    def _derived(self, networks) -> List[dict]:
+        found = []
+        for name, facts in self.hosts.items():
+            found += nic_findings(name, facts, networks, self._multi_node())
+            found += transport_findings(name, _transports(facts), self.expected)
+        found += version_findings({name: list(facts["versions"].items()) for name, facts in self.hosts.items()})
+        return found
+
+    def _nothing_note(self, findings) -> List[str]:
+        if self.hosts or findings or self.dumps or self.ras_problems:
+            return []
+        return ["no NCCL, Gloo or torch.distributed lines were recognised "
+                "(run with NCCL_DEBUG=INFO to get NCCL's own lines)"]
+
+
+def _origin(line: Line, source: str) -> dict:
+    return {"evidence": line.text.strip()[:_EVIDENCE_CHARS], "source": source, "line": line.number}
+
+
+def _add_nic(nics: Dict[tuple, dict], nic: dict, line: Line, source: str) -> None:
+    # A dict keyed by (name, address): a log listing thousands of NICs stays linear.
+    key = (nic["name"], nic.get("address"))
+    if key not in nics:
+        nics[key] = dict(nic, origin=_origin(line, source))
+
+
+def _transports(facts: dict) -> List[tuple]:
+    """[(transport, origin)]: from "Using network"/channel lines, else implied by the NICs listed."""
+    if facts["nets"]:
+        # The last net is the one in use; the others, in order, may still show a fallback.
+        nets = [net for net in facts["nets"] if net != facts["net"]] + [facts["net"]]
+        return [(_transport(net, facts["ofi"]), facts["nets"][net]) for net in nets]
+    if facts["net_nics"]:
+        # No "Using network" line (NCCL before 2.5, or a cut log): go by the last NIC listing.
+        nic = list(facts["net_nics"].values())[-1]
+        kind = {"Socket": "Socket", "OFI": "OFI"}.get(nic["kind"], "IB")
+        return [(_transport(kind, facts["ofi"]), nic["origin"])]
+    return []
+
+
+def _transport(net: str, providers: List[str]) -> str:
+    net = net.strip()
+    if net == "Socket":
+        return "Socket"
+    if net.startswith("IB"):
+        return "IB"  # IB, and the IBext plugins (HPC-X, SHARP)
+    if "Libfabric" in net or net.startswith("OFI"):
+        provider = providers[-1] if providers else ""
+        if provider.startswith("efa"):
+            return "OFI(EFA)"
+        return f"OFI({provider})" if provider else "OFI"
+    return net
+
+
+def _public(facts: dict) -> dict:
+    transports = _transports(facts)
+    return {
+        "bootstrap_nics": [_without_origin(nic) for nic in facts["bootstrap_nics"].values()],
+        "net_nics": [_without_origin(nic) for nic in facts["net_nics"].values()],
+        "transport": transports[-1][0] if transports else None,
+        "nccl_versions": list(facts["versions"]),
+        "env": dict(facts["env"]),
+    }
+
+
+def _without_origin(nic: dict) -> dict:
+    return {key: value for key, value in nic.items() if key != "origin"}
+
+
+def _distinct(values) -> List[str]:
+    return list(dict.fromkeys(values))
+
+
+PUBLIC_KEYS = ("code", "severity", "host", "rank", "evidence", "source", "line", "count", "cause", "fix",
+               "consequence_of")
+
+
+def _dedupe(findings: List[dict]) -> List[dict]:
+    """One finding per (code, host, cause), keeping the first evidence and counting the rest."""
+    merged: Dict[tuple, dict] = {}
+    for finding in findings:
+        key = (finding["code"], finding["host"], finding["cause"])
+        if key in merged:
+            merged[key]["count"] += finding.get("count", 1)
+        else:
+            merged[key] = dict(finding, count=finding.get("count", 1))
+    return sorted(merged.values(), key=sort_key)

@@ -1,0 +1,290 @@
+"""The root cause of a failed or hung job, from the evidence of all its logs together.
+
+Pure Python 3.8+ standard library. diagnosis.log reads the lines (per-line findings and JobEvidence);
+judge() then adds the findings only the whole job shows and orders everything root cause first:
+
+- a rank that died (mpirun/srun "exited on signal", torchrun's ChildFailedError, the kernel's OOM
+  killer) is `rank_killed` (a signal) or `rank_failed` (an exit code), naming rank, host, signal;
+- a job whose ranks all finished NCCL init but then stopped (torch's watchdog timeout, forensics
+  showing a stopped process, RAS naming a missing rank, flight-recorder dumps out of step) is
+  `hang_in_collective`, naming the suspect rank;
+- a job that announced its distributed start but where no communicator finished init, with no
+  error, is `hang_in_rendezvous`.
+What follows from a root (connection closed by the dead peer, ncclRemoteError, the watchdog's
+timeout, a CUDA error after the abort) keeps its own finding with `consequence_of` set to the
+root's code, and is listed after every independent finding.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from .rules import FIX_NIC, FIX_PORTS, sort_key
+from .job import STUCK_STATES, signal_name
+
+# Findings that a dead or stuck peer produces on the ranks still running.
+CONSEQUENCES = frozenset((
+    "remote_exited", "connect_refused", "connect_timeout", "connect_failed", "retry_exceeded",
+    "nccl_system_error", "nccl_internal_error", "cuda_error", "test_nccl_failure", "child_failed",
+    "collective_timeout", "nccl_warning", "gloo_connect_failed", "ib_completion_error",
+    "rank_killed", "rank_failed",
+))
+FOLLOWERS = frozenset(("test_nccl_failure", "child_failed"))
+ROOT_CODES = ("rank_killed", "rank_failed", "hang_in_collective", "hang_in_rendezvous")
+# Signals a launcher or torch's watchdog sends to ranks after another failed: weaker roots.
+_SECONDARY_SIGNALS = (6, 15)
+
+FIX_KILLED = ("find who sent the signal: the kernel's OOM killer (`dmesg -T | grep -i -e oom -e 'killed process'` "
+              "on that host), a scheduler enforcing a memory or time limit, or a person; if it was memory, "
+              "lower the batch size or give the job more memory")
+FIX_CRASHED = ("read that rank's own output for its first error or traceback; enable core dumps "
+               "(ulimit -c unlimited) and check `dmesg` for Xid errors on that host")
+FIX_FAILED = "read that rank's own output: its first error or Python traceback is the cause"
+FIX_COLLECTIVE = ("the network is not the cause (every rank connected): look at the suspect rank: a stopped "
+                  "process (SIGSTOP, a debugger, Ctrl-Z: `kill -CONT PID`), a process blocked in I/O or the "
+                  "driver (state D: `dmesg` for Xid), or a rank that took another code path and never called "
+                  "this collective (data-dependent branches, uneven batches); take `py-spy dump --pid PID` of "
+                  "every rank, and enable TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 to "
+                  "record which collective each rank reached")
+FIX_RENDEZVOUS_HANG = ("pin GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME to the cluster NIC on every node "
+                       "(e.g. GLOO_SOCKET_IFNAME=eth1 NCCL_SOCKET_IFNAME=eth1), set MASTER_ADDR to the "
+                       "master's address on the cluster network, and make each hostname resolve to its "
+                       "cluster address; " + FIX_PORTS + "; `ncclkit check -i INVENTORY` tests all of this "
+                       "before training")
+
+
+def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems: List[dict],
+          settle_host) -> List[dict]:
+    """All findings, root causes first; settle_host(host_or_None) names a host for unnamed lines."""
+    findings = [dict(f, rank=f.get("rank"), consequence_of=f.get("consequence_of")) for f in findings]
+    roots = _death_findings(job, settle_host)
+    killed = [f for f in roots if f["consequence_of"] is None]
+    errors = sorted((f for f in findings if f["severity"] == "error"), key=sort_key)
+    causes = [f for f in errors if f["code"] not in FOLLOWERS]
+    aborted_after_error = bool(killed and killed[0]["_class"] in (1, 2) and causes)
+    if aborted_after_error:
+        # An abort (SIGABRT, SIGTERM) or an exit code after an error the log shows: that error came first.
+        for finding in roots:
+            finding["consequence_of"] = causes[0]["code"]
+        killed = []
+    elif not killed:
+        hang = _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host)
+        if hang:
+            roots.insert(0, hang)
+            killed = [hang]
+        elif roots:  # deaths after a timeout, with no hang shown: they are the roots after all
+            for finding in roots:
+                finding["consequence_of"] = None
+            killed = roots[:1]
+    if not killed and not any(f["severity"] == "error" for f in findings):
+        hang = _rendezvous_hang(job, settle_host)
+        if hang:
+            roots.append(hang)
+    root = killed[0]["code"] if killed else None
+    if root:
+        for finding in findings:
+            if finding["code"] in CONSEQUENCES and finding["severity"] != "info":
+                finding["consequence_of"] = root
+    elif errors:
+        # "nccl-tests stopped", "a worker failed": they only say that something above went wrong.
+        for finding in errors[1:]:
+            if finding["code"] in FOLLOWERS and finding["code"] != errors[0]["code"]:
+                finding["consequence_of"] = errors[0]["code"]
+    independent = sorted((f for f in findings if f["consequence_of"] is None), key=sort_key)
+    following = sorted((f for f in roots + findings if f["consequence_of"] is not None), key=sort_key)
+    first = [f for f in roots if f["consequence_of"] is None]
+    return first + independent + following
+
+
+# ---- dead ranks ----
+
+def _death_findings(job, settle_host) -> List[dict]:
+    deaths = _merge_deaths(job)
+    timed_out = {t["rank"] for t in job.timeouts if t["rank"] is not None}
+    ranked = []
+    for death in deaths:
+        sig = death.get("signal")
+        if death.get("rank") in timed_out and sig in _SECONDARY_SIGNALS + (None,):
+            klass = 3  # the watchdog aborted this rank after its collective timed out
+        elif death.get("oom") or (sig is not None and sig not in _SECONDARY_SIGNALS):
+            klass = 0
+        elif sig is not None:
+            klass = 1
+        else:
+            klass = 2
+        ranked.append((klass, death))
+    best = min((klass for klass, dummy in ranked if klass < 3), default=None)
+    found = [(klass, dict(_death_finding(death, job, settle_host), _class=klass)) for klass, death in ranked]
+    root_code = next((f["code"] for klass, f in found if klass == best), None)
+    for klass, finding in found:
+        if klass == 3:
+            finding["consequence_of"] = "hang_in_collective"
+        elif klass != best:
+            finding["consequence_of"] = root_code
+    return [f for dummy, f in found]
+
+
+def _merge_deaths(job) -> List[dict]:
+    """One record per dead rank (or pid), combining what mpirun, torchrun and the kernel said."""
+    merged: Dict[tuple, dict] = {}
+    for death in job.deaths:
+        death = dict(death)
+        if death.get("rank") is None and death.get("pid"):
+            host = death.get("host") or job.pid_hosts.get(death["pid"])
+            rank = job.pid_rank.get((host, death["pid"]))
+            if rank is not None:
+                death["rank"] = rank
+            death.setdefault("host", host)
+        key = ("rank", death["rank"]) if death.get("rank") is not None else ("pid", death.get("pid"))
+        known = merged.get(key)
+        if known is None and death.get("pid"):
+            known = next((m for m in merged.values() if m.get("pid") == death["pid"]), None)
+        if known is None:
+            merged[key] = death
+        else:
+            for field, value in death.items():
+                if value is not None and known.get(field) is None:
+                    known[field] = value
+            known["oom"] = known.get("oom") or death.get("oom")
+    return list(merged.values())
+
+
+def _death_finding(death: dict, job, settle_host) -> dict:
+    rank = death.get("rank")
+    nccl = job.ranks.get(rank) if rank is not None else None
+    named = (nccl or {}).get("host") or death.get("host") or death.get("node")
+    host = settle_host(named)
+    who = f"rank {rank}" if rank is not None else f"pid {death.get('pid')}"
+    where = f" on {named}" if named else ""
+    pid = death.get("pid") or (nccl or {}).get("pid")
+    notes = [f"pid {pid}"] if pid and rank is not None else []
+    if death.get("node") and death["node"] != host:
+        notes.append(f"the launcher names the machine {death['node']}")
+    extra = f" ({'; '.join(notes)})" if notes else ""
+    sig = death.get("signal")
+    if sig is not None:
+        code = "rank_killed"
+        how = f"was killed by signal {sig} ({signal_name(sig)})"
+        if death.get("oom"):
+            how += " from the kernel's OOM killer: the host ran out of memory"
+            fix = ("give the job more host memory or use less (smaller batch, fewer data-loader workers); "
+                   "`dmesg -T | grep -i -e oom -e 'killed process'` shows what was using it")
+        else:
+            fix = FIX_KILLED if sig in (9, 15) else FIX_CRASHED
+    else:
+        code = "rank_failed"
+        how = f"exited with code {death.get('exitcode')}"
+        fix = FIX_FAILED
+    origin = death["origin"] or {"evidence": "", "source": None, "line": None}
+    return dict(origin, code=code, severity="error", host=host, rank=rank, count=1, consequence_of=None,
+                cause=f"{who}{where}{extra} {how}",
+                fix=fix)
+
+
+# ---- hangs ----
+
+def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) -> Optional[dict]:
+    stuck = [f for f in job.forensics if f["state"] in STUCK_STATES]
+    ras = job.ras.problems + list(ras_problems)
+    if not (job.timeouts or stuck or ras or dumps_verdict):
+        return None
+    if job.init_started and not job.init_done_hosts:
+        return None  # no communicator finished init: not a collective hang
+    if job.timeouts and not job.init_done_hosts and min(t["seq"] for t in job.timeouts) <= 1:
+        return None  # the first collective is where NCCL connects: this may be the network
+    reasons, rank, host, origin = [], None, None, None
+    if stuck:
+        item = stuck[0]
+        rank, host, origin = item["rank"], item["host"], item["origin"]
+        reasons.append(f"its process is {STUCK_STATES[item['state']]} (state {item['state']}, "
+                       f"wchan {item['wchan']})")
+    if ras:
+        item = ras[0]
+        if rank is None:
+            rank = item["rank"]
+            origin = origin or item.get("origin")
+        reasons.append(f"NCCL RAS reports rank {item['rank']}: {item['reason'] or 'a problem'} "
+                       f"(process {item['pid']} on {item['node']})")
+    if dumps_verdict:
+        if rank is None:
+            rank = dumps_verdict["rank"]
+        what = ("wrote no flight-recorder dump" if dumps_verdict["missing"]
+                else f"completed only up to collective #{dumps_verdict['seq'] - 1}")
+        done = ", ".join(f"rank {r} completed #{s}" for r, s in sorted(dumps_verdict["last_completed"].items()))
+        reasons.append(f"flight recorder: rank {dumps_verdict['rank']} {what} while {done}; the collective out "
+                       f"of step is #{dumps_verdict['seq']} {dumps_verdict['op']} (process group "
+                       f"{dumps_verdict['pg']})")
+    timeout_text = ""
+    if job.timeouts:
+        first = job.timeouts[0]
+        origin = origin or first["origin"]
+        ranks_out = sorted({t["rank"] for t in job.timeouts if t["rank"] is not None})
+        timeout_text = (f"; rank(s) {', '.join(map(str, ranks_out)) or '?'} timed out in {first['op']} "
+                        f"(SeqNum {first['seq']})")
+        known = set(job.ranks) or set(range(job.world))
+        silent = sorted(known - set(ranks_out))
+        if rank is None and ranks_out and len(silent) >= 1 and len(silent) < len(known):
+            rank = silent[0]
+            reasons.append(f"rank {rank} reported no timeout while its peers did: it never entered the "
+                           "collective")
+    if rank is not None and host is None and rank in job.ranks:
+        host = job.ranks[rank]["host"]
+    if rank is not None and host is None and ras and ras[0]["rank"] == rank:
+        host = job.pid_hosts.get(ras[0]["pid"])  # RAS names the bootstrap address; NCCL's prefix the host
+    if rank is None:
+        host = settle_host(host)
+    origin = origin or _first_origin(ras, dumps_verdict)
+    suspect = f"rank {rank}" + (f" on {host}" if host else " (host not in the logs)") if rank is not None \
+        else "no rank named"
+    # Without NCCL's init lines (a Gloo job, NCCL_DEBUG unset) the evidence of the stuck rank speaks alone.
+    started = ("every rank finished NCCL init, so the network path worked" if job.init_done_hosts
+               else "the job was running and one rank stopped taking part")
+    cause = (f"hang in a collective: {started}; suspect: "
+             f"{suspect}" + (": " + "; ".join(reasons) if reasons else
+                             " (collect forensics while it hangs: process states, py-spy, NCCL RAS)")
+             + timeout_text)
+    return dict(origin, code="hang_in_collective", severity="error", host=host, rank=rank, count=1,
+                consequence_of=None, cause=cause, fix=FIX_COLLECTIVE)
+
+
+def _first_origin(ras, dumps_verdict) -> dict:
+    if dumps_verdict:
+        return {"evidence": f"flight recorder, process group {dumps_verdict['pg']}: rank {dumps_verdict['rank']} "
+                            f"behind at #{dumps_verdict['seq']} {dumps_verdict['op']}",
+                "source": dumps_verdict.get("source"), "line": None}
+    return {"evidence": "", "source": None, "line": None}
+
+
+def _rendezvous_hang(job, settle_host) -> Optional[dict]:
+    if job.init_done_hosts or job.rendezvous_done or job.deaths:
+        return None
+    if job.rendezvous is None and not job.init_started:
+        return None
+    origin = job.rendezvous or {"evidence": "", "source": None, "line": None}
+    stage = ("the distributed start" if job.rendezvous else "NCCL's init (Init START, never COMPLETE)")
+    return dict(origin, code="hang_in_rendezvous", severity="error", host=settle_host(None), rank=None, count=1,
+                consequence_of=None,
+                cause=(f"hang in the rendezvous: the log stops at {stage} and no communicator finished init, "
+                       "with no error: the ranks never met. torch's store (MASTER_ADDR:MASTER_PORT), Gloo or "
+                       "NCCL's bootstrap cannot reach the other nodes: usually the hostname resolves to an "
+                       "address the peers cannot reach, or Gloo/NCCL picked the wrong NIC"),
+                fix=FIX_RENDEZVOUS_HANG + "; " + FIX_NIC.split(", e.g.")[0])
+
+
+# ---- the verdict ----
+
+def verdict(findings: List[dict], lines: int, hosts) -> str:
+    errors = [f for f in findings if f["severity"] == "error"]
+    if not errors:
+        warnings = sum(f["severity"] == "warning" for f in findings)
+        hosts = list(hosts)
+        named = (", ".join(hosts) if len(hosts) <= 4 else f"{len(hosts)} ({', '.join(hosts[:3])}, ...)") \
+            or "none named"
+        return f"HEALTHY: no errors in {lines} lines ({warnings} warning(s)); hosts: {named}"
+    root = errors[0]
+    follow = sum(1 for f in errors if f["consequence_of"])
+    tail = f"; {follow} later error(s) follow from it" if follow else ""
+    where = root["host"] or "unknown host"
+    if root.get("rank") is not None:
+        where += f", rank {root['rank']}"
+    return f"PROBLEM: {root['code']} ({where}): {root['cause']}{tail}"

@@ -1,0 +1,496 @@
+"""What a log line means: a table of rules (pattern -> code, severity, cause, fix), and the
+findings that need the whole log (NICs outside the cluster network, versions, transports).
+
+Pure Python 3.8+ standard library. Codes are stable: playbooks and tests match on them.
+Causes and fixes are templates over the pattern's named groups; {peer} is the address and port
+of the other side as the line names it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import ipaddress
+import re
+from typing import Dict, Iterable, List, NamedTuple, Optional, Pattern
+
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.cluster_nic import VIRTUAL_NIC_PATTERNS
+from .lines import parse_address
+
+SEVERITIES = ("error", "warning", "info")
+
+FIX_NIC = ("set NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to the NIC on the cluster (private) network, "
+           "e.g. NCCL_SOCKET_IFNAME=eth1 GLOO_SOCKET_IFNAME=eth1 on AutoDL (see `ip -br addr`)")
+FIX_PORTS = ("allow TCP between the cluster hosts on 32768-60999 (the ephemeral ports NCCL listens on) "
+             "and on the master port (MASTER_PORT, e.g. 29500), in the host firewall and in the cloud "
+             "security group (AWS: a rule that admits the group itself); check with `nc -zv <peer> <port>`")
+FIX_RENDEZVOUS = ("start every node with the same --nnodes, --rdzv_id and --rdzv_endpoint (or MASTER_ADDR/"
+                  "MASTER_PORT) set to the master's cluster address, and open that port between the hosts")
+FIX_LOOK_FIRST = ("read the findings above this one: they name the cause; if there are none, rerun with "
+                  "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and read the first NCCL WARN")
+FIX_INTERNAL = ("check the network first: " + FIX_NIC + ", NCCL_IB_DISABLE=1 where "
+                "there is no InfiniBand, and open the ports between the hosts; then rerun with NCCL_DEBUG=INFO")
+
+
+class Rule(NamedTuple):
+    code: str
+    severity: str
+    needles: tuple         # substrings, one of which every matching line contains: a cheap test first
+    pattern: Pattern
+    cause: str
+    fix: str
+    escalate: Optional[str] = None  # expected_transport under which this becomes an error
+
+
+def _rule(code, severity, needles, pattern, cause, fix, escalate=None):
+    needles = (needles,) if isinstance(needles, str) else tuple(needles)
+    return Rule(code, severity, needles, re.compile(pattern), cause, fix, escalate)
+
+
+# Every code may match a line once: the first of its rules wins, so specific rules come before
+# general ones. An NCCL WARN line that no rule matches becomes an nccl_warning. The order of the
+# findings in a result is PRIORITY's, not this table's.
+RULES = (
+    _rule("no_socket_interface", "error", "no socket interface found",
+          r"Bootstrap ?: no socket interface found",
+          "NCCL found no network interface to use: NCCL_SOCKET_IFNAME names no interface that has an "
+          "address on this host (or the host has only loopback and virtual interfaces)",
+          "set NCCL_SOCKET_IFNAME to the cluster NIC, e.g. NCCL_SOCKET_IFNAME=eth1 (see `ip -br addr`), "
+          "or unset it to let NCCL choose"),
+    _rule("no_socket_interface", "error", "NCCL_SOCKET_IFNAME interface found",
+          r"no NCCL_SOCKET_IFNAME interface found",
+          "NCCL_SOCKET_IFNAME names no interface that has an address on this host",
+          "set NCCL_SOCKET_IFNAME to the cluster NIC, e.g. NCCL_SOCKET_IFNAME=eth1 (see `ip -br addr`)"),
+    _rule("no_socket_interface", "error", "is neither AF_INET",
+          r"connecting to address\s+with family \d+ is neither AF_INET",
+          "NCCL_SOCKET_IFNAME names no interface that has an address on this host (NCCL 2.27 reports "
+          "it as an address of unknown family instead of 'no socket interface found')",
+          "set NCCL_SOCKET_IFNAME to the cluster NIC, e.g. NCCL_SOCKET_IFNAME=eth1 (see `ip -br addr`)"),
+    _rule("no_socket_interface", "error", "Unable to find address for",
+          r"Unable to find address for:? (?P<ifname>\S+)",
+          "GLOO_SOCKET_IFNAME={ifname} names no interface that has an address on this host",
+          "set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to the cluster NIC, e.g. eth1"),
+
+    _rule("duplicate_gpu", "error", "Duplicate GPU detected",
+          r"Duplicate GPU detected : rank (?P<rank>\d+) and rank (?P<other>\d+) both on CUDA device (?P<bus>\w+)",
+          "ranks {rank} and {other} run on the same GPU (bus id {bus}): more processes on this host than "
+          "GPUs, or the processes do not each select their own GPU",
+          "start one process per GPU (torchrun --nproc_per_node = GPUs per host) and call "
+          "torch.cuda.set_device(LOCAL_RANK) before init_process_group; to simulate several nodes on one "
+          "GPU give each rank its own NCCL_HOSTID"),
+
+    _rule("connect_refused", "error", "onnection refused",
+          r"[Cc]onnect to (?P<peer>\S+) (?:failed : |returned (?:\d+\()?)Connection refused(?!, retrying)",
+          "the connection to {peer} was refused: nothing listens there (the peer process is gone or "
+          "listens on another NIC) or a firewall rejects the port",
+          FIX_PORTS),
+    _rule("connect_refused", "error", "onnection refused",
+          r"connect returned Connection refused, exceeded",
+          "NCCL gave up connecting to a peer that refused every attempt: nothing listens on the address "
+          "it advertised (wrong NIC) or a firewall rejects the port",
+          FIX_PORTS + "; " + FIX_NIC),
+    _rule("connect_refused", "warning", "onnection refused",
+          r"client socket has failed to connect to (?P<peer>\S+) \(errno: 111",
+          "torch could not reach the rendezvous store at {peer} (refused); it retries until its timeout: "
+          "the master is not started yet, or MASTER_ADDR/MASTER_PORT is wrong",
+          FIX_RENDEZVOUS),
+
+    _rule("connect_timeout", "error", "timed out",
+          r"[Cc]onnect to (?P<peer>\S+) (?:failed : |returned (?:\d+\()?)Connection timed out(?!, retrying)",
+          "the connection to {peer} timed out: packets to that port are dropped (firewall or cloud "
+          "security group) or the address is on a network this host cannot reach",
+          FIX_PORTS),
+    _rule("connect_timeout", "error", "timed out",
+          r"error Connection timed out.*connect to (?P<peer>\S+)",
+          "the connection to {peer} timed out: packets to that port are dropped (firewall or cloud "
+          "security group) or the address is on a network this host cannot reach",
+          FIX_PORTS),
+    _rule("connect_timeout", "error", "timed out",
+          r"connect returned Connection timed out, exceeded",
+          "NCCL gave up connecting to a peer: every attempt timed out, so packets are dropped on the way "
+          "(firewall or cloud security group) or the address is unreachable",
+          FIX_PORTS + "; " + FIX_NIC),
+    _rule("connect_timeout", "error", "timed out",
+          r"client socket has failed to connect to (?P<peer>\S+) \(errno: 110",
+          "torch could not reach the rendezvous store at {peer}: the connection timed out, so a firewall "
+          "or security group drops the master port or MASTER_ADDR is not reachable from here",
+          FIX_PORTS + "; " + FIX_RENDEZVOUS),
+    _rule("connect_timeout", "error", "timed out",
+          r"client socket has timed out after (?P<after>\S+?) while trying to connect to "
+          r"(?P<peer>\([^)]*\)|\S+?)\.?\s*$",
+          "torch could not reach the rendezvous store at {peer} within {after}: the master is not running, "
+          "MASTER_ADDR is not its cluster address, or a firewall drops the master port",
+          FIX_RENDEZVOUS),
+
+    _rule("no_route", "error", "onnect to",
+          r"[Cc]onnect to (?P<peer>\S+) (?:failed : |returned (?:\d+\()?)(?:No route to host|Network is unreachable)",
+          "no route from this host to {peer}: NCCL advertised an address the peers cannot reach "
+          "(the public NIC, a docker/veth bridge or an IPv6 link-local address)",
+          FIX_NIC + "; check `ip route get <peer address>`"),
+    _rule("connect_failed", "error", "onnect to",
+          r"[Cc]onnect to (?P<peer>\S+) failed : (?!Connection refused|Connection timed out|No route to host|"
+          r"Network is unreachable)(?P<error>.+)",
+          "NCCL could not open a connection to {peer}: {error}",
+          FIX_NIC + "; " + FIX_PORTS),
+    _rule("retry_exceeded", "error", ("retry count", "Maximum retry"),
+          r"^(?!.*(?:refused|timed out)).*(?:exceeded (?:error )?retry count|retry count exceeded|"
+          r"Maximum retry reached for connect)",
+          "NCCL gave up connecting to a peer after retrying: the peer does not listen on the address it "
+          "advertised or the network drops the connection",
+          FIX_PORTS + "; " + FIX_NIC),
+
+    _rule("ib_verbs_failed", "error", "Call to ibv_",
+          r"Call to (?P<call>ibv_\w+) failed",
+          "the InfiniBand/RoCE verbs call {call} failed: the locked-memory limit is too low (containers), "
+          "the HCA port is down, or the RoCE GID index is wrong",
+          "raise the memlock limit (ulimit -l unlimited; docker --ulimit memlock=-1 --cap-add IPC_LOCK), "
+          "check `ibstat`/`ibv_devinfo`, set NCCL_IB_GID_INDEX for RoCE, or NCCL_IB_DISABLE=1 to use sockets"),
+    _rule("ib_completion_error", "error", "Got completion from peer",
+          r"NET/IB ?: Got completion from peer (?P<peer>\S+) with (?:error |status=)(?P<status>\d+)",
+          "an InfiniBand/RoCE transfer with {peer} failed (completion status {status}; 12 means the "
+          "retries ran out): a link, switch port or the peer's HCA is down or unreachable",
+          "check `ibstat` and link state on both hosts, NCCL_IB_HCA, and for RoCE NCCL_IB_GID_INDEX "
+          "and the switch's lossless (PFC) settings"),
+
+    _rule("gloo_connect_failed", "error", "onnect [127.",
+          r"connect \[(?P<peer>127\.[\d.]+\]:\d+)",
+          "Gloo connected to the loopback address {peer}: this host's name resolves to 127.0.1.1 "
+          "(/etc/hosts), so Gloo advertised loopback to the other ranks",
+          "set GLOO_SOCKET_IFNAME to the cluster NIC (e.g. eth1), or make the hostname resolve to the "
+          "cluster address in /etc/hosts"),
+    _rule("gloo_connect_failed", "error", "connectFullMesh failed",
+          r"Gloo connectFullMesh failed with (?P<detail>.*)",
+          "Gloo (torch.distributed's CPU backend, also used for barriers and object collectives) could "
+          "not connect every rank: it uses the address the hostname resolves to, often the public NIC",
+          FIX_NIC + "; make the hostname resolve to the cluster address; " + FIX_PORTS),
+    _rule("gloo_connect_failed", "error", "]:",
+          r"connect \[(?P<peer>[^\]]+\]:\d+): (?P<error>Connection refused|Connection timed out|No route to host)",
+          "Gloo could not connect to {peer}: {error}",
+          FIX_NIC + "; " + FIX_PORTS),
+    _rule("gloo_connect_failed", "error", "enforce fail at",
+          r"enforce fail at [^\]]*gloo[^\]]*\].*SO_ERROR: (?P<error>.+)",
+          "Gloo could not connect to a peer: {error}",
+          FIX_NIC + "; " + FIX_PORTS),
+
+    _rule("address_in_use", "error", ("lready in use", "EADDRINUSE"),
+          r"(?:Address already in use|EADDRINUSE|address already in use)",
+          "a port this process needs is taken: an earlier run still holds it, or two jobs use the same "
+          "MASTER_PORT",
+          "stop leftover processes (`ss -ltnp | grep <port>`), or choose another MASTER_PORT"),
+
+    _rule("rendezvous_timeout", "error", "RendezvousTimeoutError",
+          r"RendezvousTimeoutError",
+          "torchrun's rendezvous timed out: not every node joined (a node was not started, uses another "
+          "--nnodes or --rdzv_id, or cannot reach the rendezvous endpoint)",
+          FIX_RENDEZVOUS),
+    _rule("rendezvous_timeout", "error", "clients joined",
+          r"[Tt]imed out after (?P<after>\d+) seconds waiting for clients\. "
+          r"(?P<joined>\d+)/(?P<total>\d+) clients joined",
+          "only {joined} of {total} ranks reached the store within {after} s: the other nodes were not "
+          "started or cannot reach MASTER_ADDR:MASTER_PORT",
+          FIX_RENDEZVOUS),
+    _rule("rendezvous_connection_error", "error", "RendezvousConnectionError",
+          r"RendezvousConnectionError",
+          "torchrun could not connect to the C10d rendezvous store at --rdzv_endpoint",
+          FIX_RENDEZVOUS),
+
+    _rule("collective_timeout", "error", "Watchdog caught collective operation timeout",
+          r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)"
+          r".*?ran for (?P<ms>\d+) milliseconds",
+          "collective {op} (#{seq}) did not finish in {ms} ms: a rank is stuck or gone, or traffic between "
+          "the hosts stalls (the hang after data loading: the wrong NIC or blocked ports)",
+          FIX_NIC + "; " + FIX_PORTS + "; make sure every rank reaches the same collectives"),
+
+    _rule("remote_exited", "error", "losed by remote peer",
+          r"[Cc]onnection closed by remote peer (?P<peer>\S+)",
+          "{peer} closed the connection: that process exited (its own log has the first error) or the "
+          "network between the hosts dropped the connection",
+          "find the rank that failed first and fix its error; if none failed, check the network between "
+          "the hosts (MTU, firewall, NIC)"),
+    _rule("remote_exited", "error", "failed : ",
+          r"Call to (?:recv from|send to) (?P<peer>\S+) failed : (?P<error>.+)",
+          "the connection to {peer} broke ({error}): that process exited or the network dropped it",
+          "find the rank that failed first and fix its error; if none failed, check the network between "
+          "the hosts (MTU, firewall, NIC)"),
+    _rule("remote_exited", "error", ("remote process exited", "ncclRemoteError"),
+          r"remote process exited or there was a network error|ncclRemoteError",
+          "a remote rank exited or the network between the hosts failed (ncclRemoteError)",
+          "find the rank that failed first and fix its error; if none failed, " + FIX_NIC),
+
+    _rule("nccl_system_error", "error", ("ncclSystemError", "unhandled system error"),
+          r"ncclSystemError|unhandled system error",
+          "a system call failed inside NCCL (ncclSystemError): between hosts this is nearly always a "
+          "socket to a peer, i.e. the wrong NIC or a blocked port",
+          FIX_INTERNAL),
+    _rule("nccl_internal_error", "error", ("ncclInternalError", "internal error"),
+          r"ncclInternalError|internal error - please report|\binternal error, NCCL version",
+          "ncclInternalError: on cloud hosts this is almost always the network, not NCCL: the wrong NIC "
+          "(public side, docker/veth) or ports blocked between the hosts",
+          FIX_INTERNAL),
+    _rule("cuda_not_initialized", "error", "system not yet initialized",
+          r"system not yet initialized",
+          "CUDA reports 'system not yet initialized': on NVSwitch systems (HGX/DGX A100, H100, H200) the "
+          "NVIDIA Fabric Manager is not running or does not match the driver",
+          "start it with `systemctl enable --now nvidia-fabricmanager` (the package version must equal the "
+          "driver version); check `nvidia-smi -q | grep -i fabric`"),
+    _rule("cuda_error", "error", ("Cuda failure", "unhandled cuda error", "Test CUDA failure"),
+          r"Cuda failure (?P<error>.+)|unhandled cuda error|Test CUDA failure",
+          "a CUDA call failed inside NCCL: a driver/CUDA mismatch, a GPU fault (see Xid in dmesg), or a "
+          "GPU this NCCL build was not compiled for",
+          "check nvidia-smi and `dmesg | grep -i xid`, that the driver supports this CUDA version, and that "
+          "the NCCL (or PyTorch) build supports this GPU architecture"),
+
+    _rule("test_nccl_failure", "error", ("Test NCCL failure", "Test CUDA failure"),
+          r"Test (?:NCCL|CUDA) failure (?P<location>\S+) '(?P<what>[^']*?)(?: / )?'",
+          "nccl-tests stopped at {location}: {what}",
+          FIX_LOOK_FIRST),
+    _rule("child_failed", "error", "ChildFailedError",
+          r"ChildFailedError",
+          "torchrun stopped because a worker process failed; that worker's own error (above, or under "
+          "'Root Cause') is the real cause",
+          FIX_LOOK_FIRST),
+
+    _rule("ib_missing", "info", "libibverbs",
+          r"Failed to open libibverbs",
+          "libibverbs is not installed, so NCCL cannot use InfiniBand/RoCE and uses sockets",
+          "install rdma-core (libibverbs) if the hosts have InfiniBand or RoCE; otherwise nothing to do",
+          escalate="ib"),
+    _rule("ib_missing", "info", "No device found",
+          r"NET/IB ?: No device found",
+          "NCCL found no InfiniBand/RoCE device, so it uses sockets",
+          "if the hosts should have InfiniBand: check `ibv_devinfo`, the drivers and the device's "
+          "visibility in the container; otherwise nothing to do",
+          escalate="ib"),
+    _rule("ib_missing", "info", "Failed to initialize NET plugin IB",
+          r"Failed to initialize NET plugin IB",
+          "NCCL could not start its InfiniBand transport (no device or libibverbs, or NCCL_IB_DISABLE=1)",
+          "if the hosts should have InfiniBand: check `ibv_devinfo` and NCCL_IB_DISABLE; otherwise nothing to do",
+          escalate="ib"),
+    _rule("ib_disabled", "info", "NCCL_IB_DISABLE set by environment to 1",
+          r"NCCL_IB_DISABLE set by environment to 1\b",
+          "InfiniBand is switched off by NCCL_IB_DISABLE=1 (right only where there is no InfiniBand)",
+          "nothing to do without InfiniBand; with InfiniBand unset NCCL_IB_DISABLE",
+          escalate="ib"),
+    _rule("efa_missing", "info", "NET/OFI",
+          r"NET/OFI (?:aws-ofi-nccl initialization failed|Could not find any optimal provider)",
+          "the aws-ofi-nccl plugin found no usable libfabric provider, so NCCL cannot use EFA",
+          "on AWS: attach EFA interfaces and install the EFA software and aws-ofi-nccl (cloud_aws does both checks)",
+          escalate="efa"),
+    _rule("efa_missing", "info", "provider efa output empty list",
+          r"provider efa output empty list",
+          "libfabric found no EFA device on this host",
+          "on AWS: launch an EFA-capable instance type with an EFA interface and install the EFA driver",
+          escalate="efa"),
+)
+
+# Root causes first, consequences last: the order findings of one severity are listed in.
+PRIORITY = (
+    "no_socket_interface", "nic_outside_cluster", "loopback_nic", "virtual_nic", "nccl_version_mismatch",
+    "socket_instead_of_ib", "socket_instead_of_efa", "duplicate_gpu", "address_in_use",
+    "connect_refused", "connect_timeout", "no_route", "connect_failed", "retry_exceeded",
+    "ib_verbs_failed", "ib_completion_error", "gloo_connect_failed", "rendezvous_connection_error",
+    "rendezvous_timeout", "collective_timeout", "remote_exited", "nccl_system_error",
+    "nccl_internal_error", "cuda_not_initialized", "cuda_error", "test_nccl_failure", "child_failed", "nccl_warning",
+    "ib_missing", "ib_disabled", "efa_missing",
+)
+_RANK = {code: index for index, code in enumerate(PRIORITY)}
+# Most lines match no rule: a test for any needle spares them the loop over every rule. Substring
+# tests in C are several times faster than one regex alternation of ~40 words over the line.
+_NEEDLES = tuple(sorted({n for rule in RULES for n in rule.needles}))
+
+
+def sort_key(finding: dict):
+    return (SEVERITIES.index(finding["severity"]), _RANK.get(finding["code"], len(PRIORITY)),
+            finding.get("line") or 0)
+
+
+class _Blank(dict):
+    def __missing__(self, key):
+        return "?"
+
+
+def match_line(text: str, expected_transport: str = "any") -> List[dict]:
+    """Findings (without host) that one line's text supports; one per code at most."""
+    found, seen = [], set()
+    for needle in _NEEDLES:
+        if needle in text:
+            break
+    else:
+        return found
+    for rule in RULES:
+        if rule.code in seen or not any(needle in text for needle in rule.needles):
+            continue
+        match = rule.pattern.search(text)
+        if not match:
+            continue
+        seen.add(rule.code)
+        values = _Blank({k: v.strip()[:200] for k, v in match.groupdict().items() if v is not None})
+        if "peer" in values:
+            values["peer"] = describe_peer(values["peer"])
+        severity = "error" if rule.escalate and rule.escalate == expected_transport else rule.severity
+        found.append({"code": rule.code, "severity": severity, "cause": rule.cause.format_map(values),
+                      "fix": rule.fix.format_map(values)})
+    return found
+
+
+def nccl_warning(message: str) -> dict:
+    return {"code": "nccl_warning", "severity": "warning",
+            "cause": f"NCCL warned: {message.strip()[:300]}",
+            "fix": "look the message up in the NCCL troubleshooting guide; it often points at a variable "
+                   "to set (NCCL_SOCKET_IFNAME, NCCL_IB_HCA, NCCL_P2P_LEVEL)"}
+
+
+def describe_peer(token: str) -> str:
+    """"10.0.0.2<45763>", "[127.0.1.1]:3210", "(IP1, 2222)" or "10.0.0.2:80." -> "10.0.0.2 port 45763"."""
+    token = token.strip().rstrip(".,;")
+    patterns = (r"^(?P<a>.+)<(?P<p>\d+)>$", r"^\[?(?P<a>[^\[\]]+?)\]?:(?P<p>\d+)\]?$",
+                r"^\((?P<a>[^,]+),\s*(?P<p>\d+)\)$")
+    for pattern in patterns:
+        match = re.match(pattern, token)
+        if match:
+            return f"{match.group('a')} port {match.group('p')}"
+    return token
+
+
+# ---- findings about the whole log ----
+
+def parse_networks(cluster_cidr=None, cluster_ips=None):
+    """The cluster networks from a CIDR (or a list of them) and a list of host addresses."""
+    networks = []
+    for value in _as_list(cluster_cidr) + _as_list(cluster_ips):
+        try:
+            networks.append(ipaddress.ip_network(str(value).strip(), strict=False))
+        except ValueError:
+            raise ValueError(f"{value!r} is not an IP address or network (cluster_cidr, cluster_ips)")
+    return networks
+
+
+def _as_list(value) -> list:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [part for part in value.replace(",", " ").split() if part]
+    return list(value)
+
+
+def nic_findings(host: str, facts: dict, networks, multi_node: bool) -> List[dict]:
+    """NICs outside the cluster networks; without networks, loopback or virtual NICs on a multi-node run."""
+    found = []
+    for nic, roles in _addressed_nics(facts):
+        address = parse_address(nic["address"])
+        uses = f"NCCL uses {nic['name']} {nic['address']} for {' and '.join(roles)}"
+        if networks:
+            if address is None or not any(address in net for net in networks if net.version == address.version):
+                nets = ", ".join(str(net) for net in networks)
+                found.append(_derived("nic_outside_cluster", "error", host, nic["origin"],
+                                      f"{uses}, outside the cluster network {nets}: it picked the wrong NIC "
+                                      "(often the public side)",
+                                      FIX_NIC.replace("the cluster (private) network",
+                                                      f"the cluster network ({nets})")))
+        elif multi_node and address is not None and address.is_loopback:
+            found.append(_derived("loopback_nic", "warning", host, nic["origin"],
+                                  f"{uses} on a multi-node run: loopback cannot reach other hosts (this works "
+                                  "only when all ranks share one network namespace)", FIX_NIC))
+        elif multi_node and (_is_virtual(nic["name"]) or (address is not None and address.is_link_local)):
+            found.append(_derived("virtual_nic", "warning", host, nic["origin"],
+                                  f"{uses} on a multi-node run: a container/virtual or link-local address that "
+                                  "other hosts usually cannot reach", FIX_NIC))
+    return found
+
+
+def _is_virtual(name: str) -> bool:
+    return any(fnmatch.fnmatch(name, pattern) for pattern in VIRTUAL_NIC_PATTERNS)
+
+
+def _addressed_nics(facts: dict):
+    """[(nic, roles)]: each NIC with an address once, with what NCCL uses it for."""
+    nics: Dict[tuple, tuple] = {}
+    listed = [(nic, "bootstrap") for nic in _values(facts["bootstrap_nics"])]
+    listed += [(nic, "NET/Socket traffic" if nic["kind"] == "Socket" else "IB out-of-band traffic")
+               for nic in _values(facts["net_nics"]) if nic.get("address")]
+    for nic, role in listed:
+        key = (nic["name"], nic["address"])
+        roles = nics.setdefault(key, (nic, []))[1]
+        if role not in roles:
+            roles.append(role)
+    return list(nics.values())
+
+
+def _values(nics):
+    return nics.values() if isinstance(nics, dict) else nics
+
+
+def version_findings(versions_by_host: Dict[str, List[tuple]]) -> List[dict]:
+    """One finding per host whose NCCL version differs from the one most hosts use.
+
+    versions_by_host: {host: [(version, origin)]}, origin being {evidence, source, line}.
+    """
+    bases = {}
+    for host, versions in versions_by_host.items():
+        for version, dummy in versions:
+            bases.setdefault(_base(version), set()).add(host)
+    if len(bases) < 2:
+        return []
+    reference = max(bases, key=lambda base: (len(bases[base]), _numeric(base)))
+    found = []
+    for host, versions in versions_by_host.items():
+        for version, origin in versions:
+            if _base(version) != reference:
+                others = _some_hosts(bases[reference])
+                found.append(_derived("nccl_version_mismatch", "error", host, origin,
+                                      f"NCCL {version} here, {reference} on {others}: every rank must run "
+                                      "the same NCCL version, or init hangs or fails",
+                                      "install the same NCCL (and PyTorch build) on every host, e.g. from "
+                                      "one image; check with `python -c 'import torch; print(torch.cuda.nccl."
+                                      "version())'`"))
+                break
+    return found
+
+
+def _some_hosts(hosts, shown: int = 3) -> str:
+    # Each mismatching host gets its own finding: naming every other host in each would make the
+    # result quadratic in the number of hosts.
+    names = sorted(hosts)
+    if len(names) <= shown:
+        return ", ".join(names)
+    return f"{len(names)} hosts ({', '.join(names[:shown])}, ...)"
+
+
+def _base(version: str) -> str:
+    return version.split("+", 1)[0]
+
+
+def _numeric(base: str):
+    return tuple(int(part) for part in re.findall(r"\d+", base))
+
+
+def transport_findings(host: str, transports: Iterable[tuple], expected: str) -> List[dict]:
+    """Sockets (or a non-EFA libfabric provider) used where IB or EFA was expected.
+
+    transports: [(transport, origin)] in log order.
+    """
+    # Libfabric with no provider line for that host (a cut log) proves no fall-back: only Socket or
+    # a named provider other than efa does.
+    wanted = {"ib": ("IB",), "efa": ("OFI(EFA)", "OFI")}.get(expected)
+    if not wanted:
+        return []
+    for transport, origin in transports:
+        if transport not in wanted:
+            if expected == "ib":
+                return [_derived("socket_instead_of_ib", "error", host, origin,
+                                 f"NCCL uses {transport} although InfiniBand was expected: NCCL_IB_DISABLE=1 "
+                                 "is set, libibverbs is missing, or no IB port is active",
+                                 "unset NCCL_IB_DISABLE, install rdma-core, check `ibv_devinfo` (port "
+                                 "PORT_ACTIVE) and NCCL_IB_HCA")]
+            return [_derived("socket_instead_of_efa", "error", host, origin,
+                             f"NCCL uses {transport} although EFA was expected: the aws-ofi-nccl plugin is "
+                             "missing or did not select the efa provider",
+                             "install the EFA software and aws-ofi-nccl and point NCCL at the plugin "
+                             "(NCCL_NET_PLUGIN=/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so with NCCL 2.21 or "
+                             "later, else /opt/amazon/ofi-nccl/lib on LD_LIBRARY_PATH), and give the security "
+                             "group of every EFA interface all traffic inbound from itself and outbound to "
+                             "itself (cloud_aws_mode: apply adds both)")]
+    return []
+
+
+def _derived(code, severity, host, origin, cause, fix):
+    return dict(origin, code=code, severity=severity, host=host, cause=cause, fix=fix)
