@@ -20,7 +20,7 @@ PIP_STAMP := $(VENV)/.pip-installed
 
 # The fast lane for contributors: unit and static tests, no lab, no playbook runs, no molecule
 # (about a minute on 2 cores). `lab` and `slow` tests are left out by their markers.
-FAST_TESTS := tests/unit tests/test_roles_static.py tests/test_site_order.py
+FAST_TESTS := tests/unit tests/static/test_roles_static.py tests/static/test_site_order.py
 FAST_MARKERS := not lab and not slow
 
 .PHONY: setup install demo test test-fast test-lab test-cores lint sanity molecule build clean
@@ -82,8 +82,8 @@ CORES_PYTHON ?= $(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/3.12.*/bin/
 CORES_PIP := pytest hypothesis matplotlib boto3 'moto[server]' alibabacloud-ecs20140526 ansible-runner
 # The fast lane's selection (unit and static tests) plus the two playbook runs on localhost.
 CORES_MARKERS := not lab and not slow
-CORES_TESTS := tests/unit tests/test_roles_static.py tests/test_site_order.py tests/test_network_preflight.py \
-	tests/test_template_quoting.py
+CORES_TESTS := tests/unit tests/static/test_roles_static.py tests/static/test_site_order.py tests/roles/nccl_preflight/test_network_preflight.py \
+	tests/static/test_template_quoting.py
 
 build/core-%/.installed:
 	@[ -n "$(CORES_PYTHON)" ] || { echo "test-cores needs a Python 3.12 (pyenv install 3.12)"; exit 1; }

@@ -5,7 +5,7 @@ as written and without its closing barrier + destroy_process_group, and how long
 Run as root from the checkout (after `make install`):
     .venv/bin/python benchmarks/lightning_check_repeat.py [--index 41] [--repeat 16]
 
-It brings up lab K, runs tests/nccl_profile/playbook.yml (nccl_preflight + nccl_profile) once,
+It brings up lab K, runs tests/roles/nccl_profile/playbook.yml (nccl_preflight + nccl_profile) once,
 then starts the example through ncclkit-torchrun on both nodes REPEAT times per variant, the two
 variants interleaved so that both see the same load. Prints a Markdown table (docs/benchmarks.md
 keeps one).
@@ -24,11 +24,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src"), str(REPO)]
-from ncclkit.lab import Lab  # noqa: E402
 from tests.nccl_profile.training_check import start_training, wait_for_training  # noqa: E402
 
+from ncclkit.lab import Lab  # noqa: E402
+
 EXAMPLE = REPO / "examples" / "lightning_ddp_check.py"
-PLAYBOOK = REPO / "tests" / "nccl_profile" / "playbook.yml"
+PLAYBOOK = REPO / "tests" / "roles" / "nccl_profile" / "playbook.yml"
 SHUTDOWN = ("    torch.distributed.barrier()\n", "    torch.distributed.destroy_process_group()\n")
 
 

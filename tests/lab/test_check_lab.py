@@ -14,7 +14,7 @@ from lab_playbook import lab_cluster, play
 
 pytestmark = [pytest.mark.lab, needs_root]
 INDEX = lab_index(__file__)
-PROFILE_PLAYBOOK = REPO_ROOT / "tests" / "nccl_profile" / "playbook.yml"
+PROFILE_PLAYBOOK = REPO_ROOT / "tests" / "roles" / "nccl_profile" / "playbook.yml"
 
 
 @pytest.fixture(scope="module")
