@@ -9,6 +9,9 @@ SAMPLES = REPO_ROOT / "tests" / "samples"
 # collections/ansible_collections/ncclkit/cluster links to the checkout.
 sys.path.insert(0, str(REPO_ROOT / "collections"))
 sys.path.insert(0, str(REPO_ROOT / "src"))
+# The roles' test packages (tests/roles/<role>/ with __init__.py) import each other's helpers
+# as `<role>.module`, whichever test pytest collects first.
+sys.path.insert(0, str(REPO_ROOT / "tests" / "roles"))
 
 
 import pytest  # noqa: E402

@@ -17,8 +17,8 @@ import sys
 from ncclkit import __version__
 
 # Modules with register(subparsers); imported when the parser is built.
-SUBCOMMANDS = ("ncclkit.lab.cli", "ncclkit.run_cli", "ncclkit.report_cli", "ncclkit.check_cli",
-               "ncclkit.diagnose_cli", "ncclkit.parse_cli")
+SUBCOMMANDS = ("ncclkit.commands.lab", "ncclkit.commands.run", "ncclkit.commands.report", "ncclkit.commands.check",
+               "ncclkit.commands.diagnose", "ncclkit.commands.parse")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,7 +6,7 @@ import sys
 
 from conftest import REPO_ROOT
 from ncclkit import exitcodes
-from ncclkit.check_cli import CheckCollector, build_document
+from ncclkit.commands.check import CheckCollector, build_document
 
 
 def ncclkit(*args, **kwargs):

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import REPO_ROOT
-from ncclkit.run_cli import exit_code
+from ncclkit.commands.run import exit_code
 
 
 def ncclkit(*argv):

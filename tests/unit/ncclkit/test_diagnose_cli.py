@@ -6,7 +6,8 @@ import json
 import pytest
 
 from conftest import SAMPLES
-from ncclkit import cli, diagnose_cli, exitcodes
+from ncclkit import cli, exitcodes
+from ncclkit.commands import diagnose as diagnose_cli
 
 FINDING_KEYS = {"code", "severity", "host", "rank", "cause", "fix", "evidence", "consequence_of"}
 

@@ -120,7 +120,7 @@ INVENTORY_PIECES = ["cluster:\n", "  hosts:\n", "    node1:\n", "      ansible_h
 @given(st.lists(st.one_of(st.sampled_from(INVENTORY_PIECES), st.text(max_size=10)), max_size=25).map("".join),
        st.sampled_from(["hosts.yml", "hosts.ini", "hosts"]))
 def test_any_inventory_gives_its_cluster_hosts_or_one_inventory_error(tmp_path_factory, text, name):
-    from ncclkit.check_cli import InventoryError, cluster_hosts
+    from ncclkit.commands.check import InventoryError, cluster_hosts
 
     path = tmp_path_factory.mktemp("inv") / name
     path.write_text(text)

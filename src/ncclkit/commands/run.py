@@ -220,7 +220,7 @@ def run_document(result, code: int, progress, log: Path | None) -> dict:
 
 def plot_written_report(report_dir: str) -> None:
     """The bandwidth plot beside a report the run wrote; a report without rows gets none."""
-    from ncclkit.report_cli import PlotError, write_plot
+    from ncclkit.commands.report import PlotError, write_plot
 
     try:
         print(f"report: {report_dir} (plot: {write_plot(report_dir)})")

@@ -13,7 +13,7 @@ import json
 import sys
 
 from ncclkit import exitcodes
-from ncclkit.diagnose_cli import finding_document
+from ncclkit.commands.diagnose import finding_document
 from ncclkit.paths import module_utils
 
 # Gates that fail because the run failed: the diagnosis's root cause explains them.
