@@ -19,7 +19,7 @@ from lab_playbook import lab_cluster, play
 
 from ncclkit.lab import Lab
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 PLAYBOOK = Path(__file__).with_name("playbook.yml")
 INDEX = lab_index(__file__)
 FACTS_LINE = re.compile(r'^\s*"msg": ("NCCLKIT_FACTS .*")\s*$')
