@@ -268,7 +268,7 @@ def _rendezvous_hang(job, settle_host) -> Optional[dict]:
                        "with no error: the ranks never met. torch's store (MASTER_ADDR:MASTER_PORT), Gloo or "
                        "NCCL's bootstrap cannot reach the other nodes: usually the hostname resolves to an "
                        "address the peers cannot reach, or Gloo/NCCL picked the wrong NIC"),
-                fix=FIX_RENDEZVOUS_HANG + "; " + FIX_NIC.split(", e.g.")[0])
+                fix=FIX_RENDEZVOUS_HANG + "; " + FIX_NIC.split(", e.g.", maxsplit=1)[0])
 
 
 # ---- the verdict ----
