@@ -4,7 +4,7 @@ import json
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from test_nvidia_smi import fake_smi
+from fake_tools import fake_smi
 
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_host_survey
 

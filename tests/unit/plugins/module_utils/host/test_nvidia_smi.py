@@ -4,6 +4,7 @@ import pytest
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.host.gpus import GPU_FIELDS, GPU_QUERY, read_gpus
 from ansible_collections.ncclkit.cluster.plugins.module_utils.host.gpus import parse_gpus as nvidia_smi_gpus
+from fake_tools import fake_smi
 
 
 def test_nvidia_smi_gpus_parses_csv_rows():
@@ -23,13 +24,6 @@ def test_nvidia_smi_gpus_parses_csv_rows():
 def test_nvidia_smi_gpus_names_the_bad_row():
     with pytest.raises(ValueError, match="expected 6 comma-separated fields"):
         nvidia_smi_gpus(["No devices were found"])
-
-
-def fake_smi(folder, body):
-    script = folder / "nvidia-smi"
-    script.write_text("#!/bin/sh\n" + body + "\n")
-    script.chmod(0o755)
-    return str(script)
 
 
 def test_read_gpus_asks_for_the_parsed_fields(tmp_path):
