@@ -1,4 +1,4 @@
-"""List the public names of a checkout of ncclkit: modules, filters, role variables, facts, finding
+"""List the public names of a checkout of ncclkit: modules and their options, filters, role variables, facts, finding
 codes, CLI verbs and options. They are the API: tests/static/test_public_names.py checks that every
 name in tests/static/public_names.json (made from the commit before module_utils moved into
 packages) still works.
@@ -33,6 +33,16 @@ FACT_HEADING = re.compile(r"^### `([a-z][a-z0-9_]+)`", re.M)
 
 def modules(root: Path) -> list:
     return sorted(path.stem for path in (root / "plugins" / "modules").glob("*.py") if path.stem != "__init__")
+
+
+def module_options(root: Path) -> dict:
+    """module -> the options its own DOCUMENTATION names (fragments' options are not read here)."""
+    found = {}
+    for path in sorted((root / "plugins" / "modules").glob("*.py")):
+        for node in ast.parse(path.read_text(), str(path)).body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "DOCUMENTATION" for t in node.targets):
+                found[path.stem] = sorted((yaml.safe_load(node.value.value) or {}).get("options") or {})
+    return found
 
 
 def filters(root: Path) -> list:
@@ -140,6 +150,7 @@ def cli_commands(root: Path) -> dict:
 def public_names(root: Path) -> dict:
     return {
         "modules": modules(root),
+        "module_options": module_options(root),
         "filters": filters(root),
         "role_variables": role_variables(root),
         "facts": facts(root),

@@ -43,7 +43,7 @@ def reachability_report(hostvars, hosts, host_info, rendezvous_ports=(), min_ban
                         all_hosts=(), result_var="__nccl_network_reachability", link_median_fraction=0.5,
                         link_speed_fraction=0.1):
     """Every host's registered nccl_reachability result -> {matrix, verdicts, passed, summary,
-    network.links.bandwidth}; hosts of `all_hosts` not in `hosts` failed before the check."""
+    link_bandwidth}; hosts of `all_hosts` not in `hosts` failed before the check."""
     from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.verdicts import build_report
     results = {}
     for name in hosts:

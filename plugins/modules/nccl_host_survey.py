@@ -25,7 +25,7 @@ author: ncclkit maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - ncclkit.cluster.toolchain_search.survey
 options:
-  host.gpus:
+  nvidia_smi:
     description: The nvidia-smi command name or path.
     type: str
     default: nvidia-smi
@@ -67,7 +67,7 @@ attributes:
 EXAMPLES = r"""
 - name: Read what nccl_preflight records about the host
   ncclkit.cluster.nccl_host_survey:
-    host.gpus: /usr/bin/nvidia-smi
+    nvidia_smi: /usr/bin/nvidia-smi
   register: __nccl_preflight_survey
 """
 

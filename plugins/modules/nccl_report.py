@@ -66,7 +66,7 @@ options:
   data:
     description:
       - What the role collected, for V(written) - C(hosts) (host -> record), C(runs) (run
-        records), C(network) (host -> C(ncclkit_network)), C(settings) and C(notes); C(network.links.bandwidth)
+        records), C(network) (host -> C(ncclkit_network)), C(settings) and C(notes); C(link_bandwidth)
         (a list of dicts) and C(autotune) (a dict) are carried into the report as given.
     type: dict
     default: {}

@@ -26,14 +26,14 @@ options:
     description:
       - The GPUs already gathered (C(nccl_preflight_gpus)), each a dict with C(compute_cap) such as
         C(9.0). Given (an empty list too), nvidia-smi is not asked.
-      - Left out, O(host.gpus) is asked for C(--query-gpu=compute_cap).
+      - Left out, O(nvidia_smi) is asked for C(--query-gpu=compute_cap).
     type: list
     elements: dict
   gpu_absent_reason:
     description: Why O(gpus) is empty (C(nccl_preflight_gpu_absent_reason)); the C(reason) when it is.
     type: str
     default: ""
-  host.gpus:
+  nvidia_smi:
     description: The nvidia-smi to ask when O(gpus) is left out, a name on PATH or an absolute path.
     type: str
     default: nvidia-smi

@@ -7,7 +7,10 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -27,6 +30,19 @@ def test_module_imports_and_is_documented(name):
     doc = yaml.safe_load(module.DOCUMENTATION)
     assert doc["module"] == name
     assert doc.get("short_description") and callable(module.main)
+
+
+def test_module_options_are_documented_as_ansible_doc_shows_them():
+    """Each module's options as ansible-doc resolves them (doc fragments included) keep every old one."""
+    names = [f"ncclkit.cluster.{name}" for name in OLD["module_options"]]
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO_ROOT / "collections"))
+    done = subprocess.run([sys.executable, "-m", "ansible.cli.doc", "-j", *names], capture_output=True, text=True,
+                          env=env, cwd=REPO_ROOT, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    docs = json.loads(done.stdout)
+    missing = {name: sorted(set(options) - set(docs[f"ncclkit.cluster.{name}"]["doc"].get("options") or {}))
+               for name, options in OLD["module_options"].items()}
+    assert not {name: options for name, options in missing.items() if options}
 
 
 def _filters_now():

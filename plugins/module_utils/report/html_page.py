@@ -303,8 +303,8 @@ def _pair_details(row):
 
 
 def _links_section(rows, link_bandwidth, record=None):
-    """iperf3 bandwidth per link: nccl_network's network.links.bandwidth record (both directions, the gate)
-    when there is one, else the matrix rows that measured one; and a network.links.bandwidth list when the
+    """iperf3 bandwidth per link: nccl_network's link_bandwidth record (both directions, the gate)
+    when there is one, else the matrix rows that measured one; and a link_bandwidth list when the
     report carries one."""
     measured = [row for row in rows if row.get("bandwidth_gbps") is not None]
     if not measured and not link_bandwidth and not record:

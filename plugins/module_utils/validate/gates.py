@@ -100,7 +100,7 @@ def _port_pairs(lines):
 
 def measured_link(network_facts):
     """{gbps, source}: the median TCP rate of the measured links, from the first host's
-    ncclkit_network that carries network.links.bandwidth (nccl_network, iperf3); gbps None without one."""
+    ncclkit_network that carries link_bandwidth (nccl_network, iperf3); gbps None without one."""
     for facts in network_facts or []:
         measured = (facts or {}).get("link_bandwidth") if isinstance(facts, dict) else None
         if isinstance(measured, dict) and measured.get("measured") is not False:

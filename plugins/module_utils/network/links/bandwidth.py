@@ -1,6 +1,6 @@
 # Copyright: Contributors to the ncclkit project
 # SPDX-License-Identifier: Apache-2.0
-"""The link-bandwidth gate: every host's iperf3 rounds -> the `network.links.bandwidth` record and verdicts.
+"""The link-bandwidth gate: every host's iperf3 rounds -> the `link_bandwidth` record and verdicts.
 
 Pure Python 3.8+ standard library. Each link test gives two figures, Gbit/s from the client to
 the server (`sent_gbps`) and back (`received_gbps`), measured at once. The threshold is, first
@@ -32,7 +32,7 @@ OVERRIDE = "nccl_network_min_bandwidth_gbps"
 def judge_links(hosts: List[dict], results: Dict[str, Optional[dict]], median_fraction: float = 0.5,
                 speed_fraction: float = 0.1, min_gbps: float = 0.0) -> Tuple[dict, List[dict]]:
     """hosts: [{name, ifname}] in play order; results: host -> nccl_reachability's result.
-    Returns (network.links.bandwidth record, verdicts as {code, severity, source, target, cause, fix})."""
+    Returns (link_bandwidth record, verdicts as {code, severity, source, target, cause, fix})."""
     links, verdicts = [], []
     for host in hosts:
         failed = []
@@ -139,7 +139,7 @@ def _verdict(code, severity, source, target, cause, fix):
 
 
 def recorded(network) -> Optional[dict]:
-    """The measured `network.links.bandwidth` of the ncclkit_network facts (host -> facts; the report host
+    """The measured `link_bandwidth` of the ncclkit_network facts (host -> facts; the report host
     carries the cluster's record), or None: what the reports' link-bandwidth tables show."""
     for dummy, facts in sorted((network or {}).items()):
         record = facts.get("link_bandwidth") if isinstance(facts, dict) else None

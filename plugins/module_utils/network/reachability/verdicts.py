@@ -23,7 +23,7 @@ PORT_FAILURES = ("timeout", "refused", "unreachable")
 def build_report(hosts: List[dict], results: Dict[str, Optional[dict]], rendezvous_ports=(),
                  min_bandwidth_gbps: float = 0.0, left_out=(), link_median_fraction: float = 0.5,
                  link_speed_fraction: float = 0.1) -> dict:
-    """hosts: [{name, address, ifname, mtu}] in play order -> {matrix, verdicts, passed, network.links.bandwidth}.
+    """hosts: [{name, address, ifname, mtu}] in play order -> {matrix, verdicts, passed, link_bandwidth}.
     left_out: hosts of the play that failed before the check (the play reports them)."""
     by_name = {host["name"]: host for host in hosts}
     matrix, verdicts = [], []
