@@ -25,6 +25,8 @@ description:
   - Changes nothing on the hosts.
 version_added: 0.2.0
 author: ncclkit maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   step:
     description: Which step to run.
@@ -73,8 +75,9 @@ options:
     default: 1.0
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
+  diff_mode:
+    support: none
 """
 
 EXAMPLES = r"""

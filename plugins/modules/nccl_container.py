@@ -22,6 +22,8 @@ description:
     playbooks of one's own that want the container's limits alone.
 version_added: 0.2.0
 author: ncclkit maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   gpu_count:
     description: The GPUs of this host (nccl_preflight's count), for the /dev/shm requirement.
@@ -50,8 +52,9 @@ options:
     default: /dev/shm
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
+  diff_mode:
+    support: none
 """
 
 EXAMPLES = r"""

@@ -18,6 +18,8 @@ description:
   - Check mode reports what would change, with a diff of the files.
 version_added: 0.2.0
 author: ncclkit maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   ifname:
     description: The NIC (kernel name rules - at most 15 characters, no slash, colon or space).
@@ -33,10 +35,8 @@ options:
     default: /
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 

@@ -21,12 +21,12 @@ version_added: 0.3.0
 author: ncclkit maintainers (!UNKNOWN)
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: In check mode nothing is started and the result says so.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   role:
     description: Which end this host is.
