@@ -17,9 +17,9 @@ description:
     data disk.
   - Sets the fact C(ncclkit_container); C(adaptations) has one line per thing the roles will do
     differently.
-  - The roles no longer call this module - C(nccl_preflight) reads the same fact in its one
-    M(ncclkit.cluster.nccl_host_survey) run, sized for the GPUs it finds there. It stays for
-    playbooks of one's own that want the container's limits alone.
+  - For playbooks of one's own that want the container's limits alone. C(nccl_preflight) reads
+    the same fact in its one M(ncclkit.cluster.nccl_host_survey) run, sized for the GPUs it finds
+    there.
 version_added: 0.2.0
 author: ncclkit maintainers (!UNKNOWN)
 extends_documentation_fragment:

@@ -61,7 +61,7 @@ def build_report(hosts: List[dict], results: Dict[str, Optional[dict]], rendezvo
 
 
 def _mark_bandwidth_rows(matrix, found):
-    """A probed pair whose link is slow (or unmeasured) shows it in its matrix row, as before."""
+    """A probed pair whose link is slow (or unmeasured) shows it in its matrix row (status and cause)."""
     rows = {(row["source"], row["target"]): row for row in matrix}
     for item in found:
         row = rows.get((item["source"], item["target"]))
