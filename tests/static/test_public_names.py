@@ -71,10 +71,10 @@ def test_role_variables_are_in_defaults_or_argument_specs():
 def test_facts_are_documented_and_used():
     documented = set(public_names.facts(REPO_ROOT))
     assert set(OLD["facts"]) <= documented, set(OLD["facts"]) - documented
-    used = "\n".join(path.read_text(errors="replace") for folder in ("roles", "plugins", "src", "inventories",
-                                                                    "playbooks", "molecule")
-                     for path in (REPO_ROOT / folder).rglob("*") if path.is_file() and path.suffix in
-                     (".yml", ".yaml", ".py", ".j2", ".md"))
+    folders = ("roles", "plugins", "src", "inventories", "playbooks", "molecule")
+    suffixes = (".yml", ".yaml", ".py", ".j2", ".md")
+    used = "\n".join(path.read_text(errors="replace") for folder in folders
+                     for path in (REPO_ROOT / folder).rglob("*") if path.is_file() and path.suffix in suffixes)
     unused = [name for name in OLD["facts"] if not re.search(rf"\b{name}\b", used)]
     assert not unused, f"documented, but nothing sets or reads them: {unused}"
 
