@@ -50,7 +50,7 @@ def violations(root: Path) -> list:
         own = parts[0] if len(parts) > 1 else None
         where = f"{path.relative_to(root.parent.parent)}"
         for line, name in imported_names(path, root):
-            kind, _, rest = name.partition(".")
+            kind, dummy, rest = name.partition(".")
             target = rest.split(".")[0] if rest else ""
             if kind in ("modules", "filter"):
                 found.append(f"{where}:{line}: module_utils imports plugins/{kind} ({name})")
