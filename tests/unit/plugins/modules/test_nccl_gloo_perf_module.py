@@ -10,9 +10,9 @@ from ansible_collections.ncclkit.cluster.plugins.modules import nccl_gloo_perf
 
 
 def line(rank, host, busbw):
-    return "ncclkit-gloo " + json.dumps({"rank": rank, "world": 2, "host": host, "bytes": 4194304, "iters": 5, "algbw_gbps": busbw,
-                                         "seconds": 0.01, "busbw_gbps": busbw, "correct": True,
-                                         "torch": "2.13.0+cpu"})
+    return "ncclkit-gloo " + json.dumps({"rank": rank, "world": 2, "host": host, "bytes": 4194304, "iters": 5,
+                                         "seconds": 0.01, "algbw_gbps": busbw, "busbw_gbps": busbw,
+                                         "correct": True, "torch": "2.13.0+cpu"})
 
 
 def run_module(capsys, args):
