@@ -22,6 +22,8 @@ description:
   - Changes nothing on the host; its outputs go to O(chdir), which the caller removes.
 version_added: 0.3.0
 author: ncclkit maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   launcher:
     description: The launcher's argv (C(ncclkit-mpirun) and its options), before the C(-x) options.
@@ -69,11 +71,9 @@ options:
     required: true
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Nothing runs in check mode.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 notes:
   - Socket variables on RDMA transports are the caller's to leave out (C(nccl_autotune_grid) does).

@@ -17,14 +17,16 @@ description:
     connection to the rendezvous (MASTER_ADDR:port), with short timeouts.
   - The filter P(ncclkit.cluster.nccl_check_judge#filter) then turns every host's view into
     findings, once, on the controller.
-  - C(nccl_preflight) (and so C(ncclkit check)) no longer runs V(gather) - it reads the same view
-    in its one M(ncclkit.cluster.nccl_host_survey) run (C(check=true), returned as C(check_view)),
-    then runs the probe's code (the collection's C(raw_scripts.check_probe) module_utils, standard library only) as a
-    script through C(raw), which spares every host a second module start. Both steps stay here for
-    playbooks of one's own.
+  - For playbooks of one's own that run the check's steps as tasks. C(nccl_preflight) (and so
+    C(ncclkit check)) reads the same view in its one M(ncclkit.cluster.nccl_host_survey) run
+    (C(check=true), returned as C(check_view)) and runs the same probe code (the collection's
+    C(raw_scripts.check_probe) module_utils, standard library only) as a script through C(raw),
+    which spares every host a second module start.
   - Changes nothing on the hosts.
 version_added: 0.2.0
 author: ncclkit maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   step:
     description: Which step to run.
@@ -73,8 +75,9 @@ options:
     default: 1.0
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
+  diff_mode:
+    support: none
 """
 
 EXAMPLES = r"""

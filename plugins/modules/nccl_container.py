@@ -17,11 +17,13 @@ description:
     data disk.
   - Sets the fact C(ncclkit_container); C(adaptations) has one line per thing the roles will do
     differently.
-  - The roles no longer call this module - C(nccl_preflight) reads the same fact in its one
-    M(ncclkit.cluster.nccl_host_survey) run, sized for the GPUs it finds there. It stays for
-    playbooks of one's own that want the container's limits alone.
+  - For playbooks of one's own that want the container's limits alone. C(nccl_preflight) reads
+    the same fact in its one M(ncclkit.cluster.nccl_host_survey) run, sized for the GPUs it finds
+    there.
 version_added: 0.2.0
 author: ncclkit maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   gpu_count:
     description: The GPUs of this host (nccl_preflight's count), for the /dev/shm requirement.
@@ -50,8 +52,9 @@ options:
     default: /dev/shm
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
+  diff_mode:
+    support: none
 """
 
 EXAMPLES = r"""

@@ -21,6 +21,8 @@ description:
   - Changes nothing that already matches. Supports check mode and diff mode.
 version_added: 0.7.0
 author: ncclkit maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   owner:
     description: The owner of every directory and file that does not name its own.
@@ -98,6 +100,12 @@ options:
         required: true
 notes:
   - Symbolic links are followed, as C(ansible.builtin.copy) does with O(files[].dest) by default.
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: The changed lines of each file written, as a unified diff.
 """
 
 EXAMPLES = r"""

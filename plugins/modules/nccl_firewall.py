@@ -27,6 +27,8 @@ description:
     that loads them, C(firewall.json) recording the firewalld rules it added), so a boot service can restore them.
 version_added: 0.1.0
 author: ncclkit maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   state:
     description: Whether ncclkit's rules should be there.
@@ -93,10 +95,8 @@ options:
     default: /etc/ncclkit
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 

@@ -17,6 +17,8 @@ description:
   - Only reads.
 version_added: 0.2.0
 author: ncclkit maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   path:
     description: The logs (stdout of every node's launcher); missing files count as empty.
@@ -31,6 +33,12 @@ options:
     description: Lowest acceptable bus bandwidth in GB/s (0 = not gated).
     type: float
     default: 0
+attributes:
+  check_mode:
+    support: full
+    details: The module only reads, so it runs fully in check mode.
+  diff_mode:
+    support: none
 """
 
 EXAMPLES = r"""

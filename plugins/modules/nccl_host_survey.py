@@ -23,6 +23,7 @@ description:
 version_added: 0.1.0
 author: ncclkit maintainers (!UNKNOWN)
 extends_documentation_fragment:
+  - ncclkit.cluster.attributes
   - ncclkit.cluster.toolchain_search.survey
 options:
   nvidia_smi:
@@ -56,11 +57,9 @@ options:
     default: ""
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: The module only reads, so it runs fully in check mode.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
 

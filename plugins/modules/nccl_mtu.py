@@ -18,6 +18,8 @@ description:
   - Check mode reports what would change, with a diff of the files.
 version_added: 0.2.0
 author: ncclkit maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   ifname:
     description: The NIC (kernel name rules - at most 15 characters, no slash, colon or space).
@@ -33,10 +35,8 @@ options:
     default: /
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 
@@ -73,9 +73,24 @@ import shutil
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.command import TIMED_OUT, run_command
 from ansible_collections.ncclkit.cluster.plugins.module_utils.network.mtu_persist import plan_persist
 
 IFNAME = re.compile(r"^[A-Za-z0-9_.@-]{1,15}$")
+# nmcli waits on NetworkManager over D-Bus; a hung daemon would hold the play without a limit.
+COMMAND_TIMEOUT_S = 30
+
+
+def host_command(module, argv, must_succeed=False, timeout=COMMAND_TIMEOUT_S):
+    """(rc, stdout): `argv` run with a time limit; a command past it fails the module, naming it.
+    With `must_succeed`, a non-zero exit fails the module with the command's own error."""
+    rc, out, err = run_command(argv, timeout)
+    if rc == TIMED_OUT:
+        hint = "; is NetworkManager hung? (`systemctl status NetworkManager`)" if "nmcli" in argv[0] else ""
+        module.fail_json(msg=f"{err}{hint}", rc=rc)
+    if must_succeed and rc != 0:
+        module.fail_json(msg=f"`{' '.join(argv)}` failed ({rc}): {err.strip() or out.strip()}", rc=rc)
+    return rc, out
 
 
 def current_mtu(ifname):
@@ -117,10 +132,10 @@ def main():
             edits[path] = (old, text)
     connection = None
     if plan["manager"] == "NetworkManager":
-        rc, out, err = module.run_command([nmcli, "-g", "GENERAL.CONNECTION", "device", "show", ifname])
+        rc, out = host_command(module, [nmcli, "-g", "GENERAL.CONNECTION", "device", "show", ifname])
         connection = out.strip() if rc == 0 else ""
-        rc, out, dummy = module.run_command([nmcli, "-g", "802-3-ethernet.mtu", "connection", "show", connection]) \
-            if connection else (1, "", "")
+        rc, out = host_command(module, [nmcli, "-g", "802-3-ethernet.mtu", "connection", "show", connection]) \
+            if connection else (1, "")
         nm_changed = bool(connection) and out.strip() != str(mtu)
     else:
         nm_changed = False
@@ -139,10 +154,11 @@ def main():
         os.chmod(staged, 0o600 if "/netplan/" in path else 0o644)   # netplan warns on readable files
         module.atomic_move(staged, path)
     if nm_changed:
-        module.run_command([nmcli, "connection", "modify", connection, "802-3-ethernet.mtu", str(mtu)],
-                           check_rc=True)
+        host_command(module, [nmcli, "connection", "modify", connection, "802-3-ethernet.mtu", str(mtu)],
+                     must_succeed=True)
     if live and previous != mtu:
-        module.run_command(["ip", "link", "set", "dev", ifname, "mtu", str(mtu)], check_rc=True)
+        ip = module.get_bin_path("ip", required=True)
+        host_command(module, [ip, "link", "set", "dev", ifname, "mtu", str(mtu)], must_succeed=True)
     module.exit_json(**result, ansible_facts={"ncclkit_cluster_mtu": mtu} if live else {})
 
 

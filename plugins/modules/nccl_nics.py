@@ -15,16 +15,22 @@ description:
     default route of the main table.
   - Needs no iproute2, which many GPU container images (AutoDL's among them) lack.
   - Only reads; it changes nothing on the host.
-  - The roles no longer call this module - C(nccl_preflight) reads the NICs, with the rest of the
-    host, in one M(ncclkit.cluster.nccl_host_survey) run (same reader, same list). It stays for
-    playbooks of one's own that want the NICs alone.
+  - Deprecated - M(ncclkit.cluster.nccl_host_survey) returns the same list (C(nccl_preflight_nics),
+    the same reader) with the rest of the host in one run.
 version_added: 0.1.0
 author: ncclkit maintainers (!UNKNOWN)
+deprecated:
+  removed_in: 1.0.0
+  why: No role uses it; nccl_host_survey reads the NICs with the same code in the run that reads the rest of the host.
+  alternative: Use M(ncclkit.cluster.nccl_host_survey) and its C(nccl_preflight_nics) fact.
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options: {}
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
+  diff_mode:
+    support: none
 """
 
 EXAMPLES = r"""

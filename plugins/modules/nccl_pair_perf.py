@@ -21,12 +21,12 @@ version_added: 0.3.0
 author: ncclkit maintainers (!UNKNOWN)
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: In check mode nothing is started and the result says so.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   role:
     description: Which end this host is.
@@ -86,7 +86,11 @@ import ipaddress
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ncclkit.cluster.plugins.module_utils.host.command import start_detached
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.command import (
+    TIMED_OUT,
+    run_command,
+    start_detached,
+)
 from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.pair_rounds import iperf3_bidir_gbps
 
 # How long a client retries a refused connection while its server starts.
@@ -131,7 +135,11 @@ def measure(module, params):
             "-t", str(params["seconds"]), "-J", "--bidir", "--connect-timeout", "3000"]
     deadline = time.monotonic() + _CONNECT_RETRY_S
     while True:
-        rc, out, err = module.run_command(argv, environ_update={"LC_ALL": "C"})
+        # A server that accepts and then stalls would hold iperf3 (and the play) forever.
+        rc, out, err = run_command(argv, params["seconds"] + params["timeout_s"], environ_update={"LC_ALL": "C"})
+        if rc == TIMED_OUT:
+            return {"error": "{0}: the iperf3 server at {1} port {2} stopped answering".format(
+                err, params["peer_address"], params["port"])}
         try:
             forward, reverse = iperf3_bidir_gbps(out)
             return {"gbps": min(forward, reverse), "forward_gbps": forward, "reverse_gbps": reverse, "error": ""}

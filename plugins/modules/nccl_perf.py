@@ -21,6 +21,8 @@ description:
   - Only reads; it changes nothing on the host.
 version_added: 0.1.0
 author: ncclkit maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   path:
     description:
@@ -93,9 +95,10 @@ options:
     default: true
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: The module only reads, so it runs fully in check mode.
+  diff_mode:
+    support: none
 notes:
   - Bandwidths are the GB/s nccl-tests prints (10^9 bytes per second), sizes are bytes.
   - From C(-J) JSON only an allow-list of the recorded environment is returned (C(NCCL_*),

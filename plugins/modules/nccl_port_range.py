@@ -19,6 +19,8 @@ description:
   - O(state=absent) removes the files ncclkit wrote; the live value stays until the next boot.
 version_added: 0.1.0
 author: ncclkit maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   state:
     description: Whether ncclkit's file should be there.
@@ -52,10 +54,8 @@ options:
     default: nccl_network_port_range
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
 

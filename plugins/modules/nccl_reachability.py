@@ -30,6 +30,8 @@ description:
     results into a matrix and verdicts. Changes nothing on the host.
 version_added: 0.1.0
 author: ncclkit maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   host:
     description: This host's inventory name, one of the names in O(hosts).
@@ -99,8 +101,9 @@ options:
     default: 8.0
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
+  diff_mode:
+    support: none
 """
 
 EXAMPLES = r"""

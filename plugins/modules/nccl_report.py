@@ -27,6 +27,8 @@ description:
     and C(run_once); V(redacted) on the host that ran the benchmark.
 version_added: 0.1.0
 author: ncclkit maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   parent:
     description:
@@ -72,9 +74,10 @@ options:
     default: {}
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: In check mode nothing is written; RV(passed) and RV(msg) are still computed.
+  diff_mode:
+    support: none
 notes:
   - The report is the play's output on the controller, not a change to the managed hosts, so the
     module reports C(changed=false) and a second run of a play stays at C(changed=0).

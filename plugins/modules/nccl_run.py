@@ -23,6 +23,8 @@ description:
   - Never changes anything but the two output files.
 version_added: 0.2.0
 author: ncclkit maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   argv:
     description: The command and its arguments; run without a shell.
@@ -75,6 +77,12 @@ options:
     default: 20
 notes:
   - In check mode nothing runs; the result says what would.
+attributes:
+  check_mode:
+    support: full
+    details: In check mode nothing runs; the result says what would have.
+  diff_mode:
+    support: none
 """
 
 EXAMPLES = r"""

@@ -20,6 +20,7 @@ description:
 version_added: 0.1.0
 author: ncclkit maintainers (!UNKNOWN)
 extends_documentation_fragment:
+  - ncclkit.cluster.attributes
   - ncclkit.cluster.toolchain_search
 options:
   gpus:
@@ -39,11 +40,9 @@ options:
     default: nvidia-smi
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: The module only reads, so it runs fully in check mode.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 notes:
   - The hints name the C(nccl_preflight_*) role variables, which map one to one onto these options.

@@ -6,6 +6,10 @@ A subcommand module has `register(subparsers)`, which adds its parser and sets `
 Everything after the first `--` is a command for the subcommand to run, never parsed here:
 a subcommand that takes one declares a `command_argv` argument (e.g. nargs="*"), and what
 follows `--` is appended to it. argparse alone cannot mix options after such a list.
+
+The copy of the collection is chosen before any subcommand is imported (paths.use_collection):
+the subcommands' imports of `ansible_collections.ncclkit.cluster` and the playbooks they run
+then use the same one, which `ncclkit --version` names.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import importlib
 import sys
 
 from ncclkit import __version__
+from ncclkit.paths import CollectionNotFound, collection_version, use_collection
 
 # Modules with register(subparsers); imported when the parser is built.
 SUBCOMMANDS = ("ncclkit.commands.lab", "ncclkit.commands.run", "ncclkit.commands.report", "ncclkit.commands.check",
@@ -24,12 +29,23 @@ SUBCOMMANDS = ("ncclkit.commands.lab", "ncclkit.commands.run", "ncclkit.commands
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ncclkit",
-        description="Prepare GPU clusters for multi-node NCCL training and prove they work.")
-    parser.add_argument("--version", action="version", version=f"ncclkit {__version__}")
+        description="Prepare GPU clusters for multi-node NCCL training and prove they work.",
+        # Texts as written: the --version line holds a path that must not be wrapped.
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=version_line())
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in SUBCOMMANDS:
         importlib.import_module(module).register(subparsers)
     return parser
+
+
+def version_line() -> str:
+    """`ncclkit X.Y.Z (collection ncclkit.cluster A.B.C: PATH)`, PATH the copy this process uses."""
+    try:
+        root = use_collection()
+    except CollectionNotFound:
+        return f"ncclkit {__version__} (collection ncclkit.cluster: not found)"
+    return f"ncclkit {__version__} (collection ncclkit.cluster {collection_version(root)}: {root})"
 
 
 def main(argv: list[str] | None = None) -> int:

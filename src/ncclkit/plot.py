@@ -6,12 +6,11 @@ import os
 import tempfile
 from pathlib import Path
 
-from ncclkit.paths import module_utils
+from ansible_collections.ncclkit.cluster.plugins.module_utils import report as report_utils
 
 
 def plot_report(report_dir: str | Path, output: str | Path | None = None) -> Path:
     """Write the plot of the report in `report_dir`; raise NcclReportError for a report without rows."""
-    report_utils = module_utils("report")
     report = report_utils.load_report(str(report_dir))
     output = Path(output) if output else Path(report_utils.report_folder(report_dir)) / report_utils.PLOT_PNG
     figure = bandwidth_figure(report)
@@ -34,7 +33,6 @@ def plot_report(report_dir: str | Path, output: str | Path | None = None) -> Pat
 
 def bandwidth_figure(report: dict):
     """A matplotlib Figure: one line of out-of-place busbw per run, over message size (log2)."""
-    report_utils = module_utils("report")
     series = report_utils.bandwidth_series(report)
 
     import matplotlib

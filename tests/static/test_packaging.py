@@ -1,11 +1,14 @@
 """The collection builds clean, installs with the Python package, and resolves from a checkout."""
 
+import json
 import os
 import subprocess
 import sys
 import tarfile
 import zipfile
 from pathlib import Path
+
+import pytest
 
 from conftest import REPO_ROOT
 
@@ -39,10 +42,16 @@ def test_galaxy_build_holds_the_collection_and_no_tests_or_caches(tmp_path):
     assert leaked == []
 
 
-def test_wheel_carries_the_command_and_the_collection(tmp_path):
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", tmp_path,
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", folder,
                     REPO_ROOT], check=True, capture_output=True)
-    (wheel,) = tmp_path.glob("ncclkit-*.whl")
+    (built,) = folder.glob("ncclkit-*.whl")
+    return built
+
+
+def test_wheel_carries_the_command_and_the_collection(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "ncclkit/cli.py" in names
     prefix = "ansible_collections/ncclkit/cluster/"
@@ -63,3 +72,49 @@ def test_site_yml_resolves_ncclkit_cluster_from_a_plain_checkout():
         [BIN / "ansible-galaxy", "collection", "list", "ncclkit.cluster", "--format", "json"],
         cwd=REPO_ROOT, capture_output=True, text=True, env=_plain_env(), check=True).stdout
     assert str(REPO_ROOT / "collections" / "ansible_collections") in listed
+
+
+# What the installed command uses, asked in a fresh Python: the --version line, the file the
+# command's own import of the collection came from, and what ansible-playbook will be told.
+_WHICH_COPY = """
+import contextlib, io, json, os
+from ncclkit import cli
+out = io.StringIO()
+with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+    cli.build_parser().parse_args(["--version"])
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis import log
+print(json.dumps({"version": out.getvalue().strip(), "log": log.__file__,
+                  "collections_path": os.environ["ANSIBLE_COLLECTIONS_PATH"].split(os.pathsep)}))
+"""
+
+
+def _which_copy(site, cwd):
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(site), "HOME": str(cwd)}
+    done = subprocess.run([sys.executable, "-c", _WHICH_COPY], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_installed_command_uses_its_own_collection_outside_a_checkout(wheel, tmp_path):
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", site, wheel],
+                   check=True, capture_output=True)
+    elsewhere = tmp_path / "work"
+    elsewhere.mkdir()
+    seen = _which_copy(site, elsewhere)
+    installed = (site / "ansible_collections" / "ncclkit" / "cluster").resolve()
+    assert seen["version"] == f"ncclkit 0.1.0 (collection ncclkit.cluster 0.1.0: {installed})"
+    assert seen["log"].startswith(str(installed / "plugins"))
+    assert seen["collections_path"][0] == str(site.resolve())
+
+
+def test_the_installed_command_inside_a_checkout_uses_the_checkout(wheel, tmp_path):
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", site, wheel],
+                   check=True, capture_output=True)
+    seen = _which_copy(site, REPO_ROOT / "docs")
+    assert seen["version"] == f"ncclkit 0.1.0 (collection ncclkit.cluster 0.1.0: {REPO_ROOT})"
+    assert Path(seen["log"]).resolve().is_relative_to(REPO_ROOT / "plugins")
+    assert seen["log"].startswith(str(REPO_ROOT / "collections"))
+    assert seen["collections_path"][0] == str(REPO_ROOT / "collections")

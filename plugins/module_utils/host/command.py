@@ -1,5 +1,5 @@
 """Run a host command with a time limit: the one runner of the modules' host commands
-(nccl_firewall, nccl_reachability, the survey's checks and toolchain search).
+(nccl_firewall, nccl_reachability, nccl_mtu, nccl_pair_perf, the survey's checks and toolchain search).
 
 Python 3.8+ standard library. AnsibleModule.run_command has no time limit, and a firewall tool
 that waits on a hung D-Bus would hold the play forever.
@@ -7,6 +7,7 @@ that waits on a hung D-Bus would hold the play forever.
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 MISSING = 127
@@ -18,13 +19,15 @@ class CommandTimeout(RuntimeError):
     """A command ran past its time limit; the message names it."""
 
 
-def run_command(argv, timeout, data=None, raise_timeout=False, merge_stderr=False):
+def run_command(argv, timeout, data=None, raise_timeout=False, merge_stderr=False, environ_update=None):
     """argv -> (rc, stdout, stderr); rc 127 when the command is missing, 126 when it cannot be
     started, 124 on timeout with what it printed until then (or CommandTimeout with
     `raise_timeout`). `data` goes to the command's standard input (else it reads nothing);
-    `merge_stderr` puts its stderr into stdout, in the order printed."""
+    `merge_stderr` puts its stderr into stdout, in the order printed; `environ_update` adds to
+    the module's environment (e.g. LC_ALL=C for output that is parsed)."""
+    env = dict(os.environ, **environ_update) if environ_update else None
     try:
-        done = subprocess.run(argv, input=data, stdin=None if data is not None else subprocess.DEVNULL,
+        done = subprocess.run(argv, input=data, stdin=None if data is not None else subprocess.DEVNULL, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
                               text=True, errors="replace", timeout=timeout, check=False)
     except FileNotFoundError:

@@ -12,9 +12,10 @@ import argparse
 import json
 import sys
 
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis import log as nccl_log
+from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests import output as nccl_tests_output
 from ncclkit import exitcodes
 from ncclkit.commands.diagnose import finding_document
-from ncclkit.paths import module_utils
 
 # Gates that fail because the run failed: the diagnosis's root cause explains them.
 _FAILURE_GATES = ("require_complete", "no_error_lines")
@@ -48,18 +49,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def parse_command(args: argparse.Namespace) -> int:
-    output = module_utils("nccl_tests.output")
     try:
         if args.output == "-":
-            data = sys.stdin.buffer.read(output.DEFAULT_MAX_BYTES + 1)
-            runs = output.parse(data)
+            data = sys.stdin.buffer.read(nccl_tests_output.DEFAULT_MAX_BYTES + 1)
+            runs = nccl_tests_output.parse(data)
         else:
-            runs = output.parse_file(args.output, max_bytes=max(args.max_size_mib, 0) * 1024 * 1024)
+            runs = nccl_tests_output.parse_file(args.output, max_bytes=max(args.max_size_mib, 0) * 1024 * 1024)
             data = None
-        facts = output.summarize(runs, run_index=args.run_index, min_busbw_gbps=args.min_busbw_gbps,
-                                 gate_min_size_bytes=args.gate_min_size, max_wrong=args.max_wrong,
-                                 expected_ranks=args.expected_ranks, require_complete=args.require_complete)
-    except output.NcclTestsParseError as error:
+        facts = nccl_tests_output.summarize(runs, run_index=args.run_index, min_busbw_gbps=args.min_busbw_gbps,
+                                            gate_min_size_bytes=args.gate_min_size, max_wrong=args.max_wrong,
+                                            expected_ranks=args.expected_ranks,
+                                            require_complete=args.require_complete)
+    except nccl_tests_output.NcclTestsParseError as error:
         where = "" if args.output in str(error) else f"{'<stdin>' if args.output == '-' else args.output}: "
         print(f"ncclkit parse: {where}{error}", file=sys.stderr)
         return exitcodes.BAD_INPUT
@@ -87,7 +88,6 @@ def parse_command(args: argparse.Namespace) -> int:
 
 def _diagnosis(path: str, data) -> list:
     """The log diagnosis of a failed run's output: why it failed, when NCCL or the launcher said."""
-    nccl_log = module_utils("diagnosis.log")
     try:
         if data is None:
             result = nccl_log.read_nccl_log_files([path])

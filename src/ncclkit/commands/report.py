@@ -37,9 +37,8 @@ class PlotError(Exception):
 
 def write_plot(report_dir, output=None):
     """The plot's path; PlotError with the cause for a bad report or a missing matplotlib."""
-    from ncclkit.paths import module_utils
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.report import NcclReportError as errors
 
-    errors = module_utils("report").NcclReportError
     try:
         from ncclkit.plot import plot_report
 

@@ -18,7 +18,10 @@ match wins:
   no floor applies (source `none`) and a warning says so.
 
 A link is slow when either of its figures is below the threshold; the verdict names both hosts
-and both figures, and the host that is in most of the slow links when there is one.
+and both figures, and the host that is in most of the slow links when there is one (its `host`).
+
+A verdict is a finding (common.findings.finding) with the pair's `source` and `target` added;
+network.reachability.verdicts adds `ports` and `message`.
 """
 
 from __future__ import annotations
@@ -26,13 +29,15 @@ from __future__ import annotations
 import statistics
 from typing import Dict, List, Optional, Tuple
 
+from ansible_collections.ncclkit.cluster.plugins.module_utils.common.findings import finding
+
 OVERRIDE = "nccl_network_min_bandwidth_gbps"
 
 
 def judge_links(hosts: List[dict], results: Dict[str, Optional[dict]], median_fraction: float = 0.5,
                 speed_fraction: float = 0.1, min_gbps: float = 0.0) -> Tuple[dict, List[dict]]:
     """hosts: [{name, ifname}] in play order; results: host -> nccl_reachability's result.
-    Returns (link_bandwidth record, verdicts as {code, severity, source, target, cause, fix})."""
+    Returns (link_bandwidth record, verdicts: findings with the pair's source and target)."""
     links, verdicts = [], []
     for host in hosts:
         failed = []
@@ -52,7 +57,8 @@ def judge_links(hosts: List[dict], results: Dict[str, Optional[dict]], median_fr
         verdicts.append(_verdict("link_floor_unknown", "warning", None, hosts[0]["name"] if hosts else None,
                                  f"the link between {' and '.join(h['name'] for h in hosts)} was measured "
                                  f"({_figures(links[0])}) but not judged: {basis}",
-                                 f"set {OVERRIDE} to the least Gbit/s each direction must carry"))
+                                 f"set {OVERRIDE} to the least Gbit/s each direction must carry",
+                                 evidence=[_figures(link) for link in links]))
     slow = []
     if threshold is not None:
         for link in links:
@@ -70,7 +76,8 @@ def judge_links(hosts: List[dict], results: Dict[str, Optional[dict]], median_fr
         verdicts.append(_verdict("slow_link", "error", link["source"], link["target"], cause,
                                  f"check {common or 'both hosts'}: the cluster NIC's speed and errors (ethtool), "
                                  "traffic shaping (tc qdisc show), the instance type's network bandwidth; "
-                                 f"or set {OVERRIDE} to the least Gbit/s a link must carry"))
+                                 f"or set {OVERRIDE} to the least Gbit/s a link must carry",
+                                 host=common, evidence=[_figures(link)]))
     record = {
         "measured": bool(figures), "links": links, "median_gbps": median,
         "threshold_gbps": threshold, "threshold_source": source, "slow": slow,
@@ -120,7 +127,8 @@ def _unmeasured(name, failed):
     targets = ", ".join(f"{test['target']} (round {test['round']})" for test in failed)
     return _verdict("bandwidth_unmeasured", "warning", name, first["target"],
                     f"iperf3 from {name} to {targets} failed: {first.get('error') or 'no figure'}",
-                    "install iperf3 on every host (the role does) and keep its port inside the range")
+                    "install iperf3 on every host (the role does) and keep its port inside the range",
+                    host=name, evidence=[test.get("error") or "no figure" for test in failed])
 
 
 def _figures(link):
@@ -133,9 +141,9 @@ def _ifname(hosts, name):
     return next((host.get("ifname") for host in hosts if host["name"] == name), None) or "cluster NIC"
 
 
-def _verdict(code, severity, source, target, cause, fix):
-    """The verdict's fields; network.reachability.verdicts adds the rest (ports, message)."""
-    return {"code": code, "severity": severity, "source": source, "target": target, "cause": cause, "fix": fix}
+def _verdict(code, severity, source, target, cause, fix, host=None, evidence=()):
+    """A finding about the link source -> target; `host` is the one to look at when the figures name one."""
+    return finding(code, severity, cause, fix, host=host, evidence=evidence, source=source, target=target)
 
 
 def recorded(network) -> Optional[dict]:

@@ -1,15 +1,18 @@
 """From every host's reachability results to a matrix and one verdict per failing pair.
 
 Pure Python 3.8+ standard library. `results` maps each host to what `network.reachability.probe.Check`
-returned there (None when the host did not report). A verdict has a stable `code`, a
-`severity` (error fails the check, warning does not), the `source` and `target` hosts, a `cause`
-and a `fix`; `message` is the one line a play prints.
+returned there (None when the host did not report). A verdict is a finding
+(common.findings.finding: a stable `code`, a `severity` (error fails the check, warning does not),
+`cause`, `fix`, `host`, `rank` None, `confidence`, `evidence`, `consequence_of`) with the pair's
+`source` and `target` hosts and its `ports` added; `host` is the target, the host probed (for a
+host's own verdict, that host); `message` is the one line a play prints.
 """
 
 from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from ansible_collections.ncclkit.cluster.plugins.module_utils.common.findings import finding
 from ansible_collections.ncclkit.cluster.plugins.module_utils.network.firewall.evidence import describe
 from ansible_collections.ncclkit.cluster.plugins.module_utils.network.links.bandwidth import judge_links
 
@@ -50,7 +53,7 @@ def build_report(hosts: List[dict], results: Dict[str, Optional[dict]], rendezvo
                 row["cause"] = verdict["code"]
     _name_the_dropping_host(verdicts, matrix)
     links, found = judge_links(hosts, results, link_median_fraction, link_speed_fraction, min_bandwidth_gbps)
-    verdicts += [_verdict(**finding) for finding in found]
+    verdicts += [_with_message(dict(item, ports=[])) for item in found]
     _mark_bandwidth_rows(matrix, found)
     errors = [v for v in verdicts if v["severity"] == "error"]
     return {"matrix": matrix, "verdicts": verdicts, "passed": not errors,
@@ -58,12 +61,12 @@ def build_report(hosts: List[dict], results: Dict[str, Optional[dict]], rendezvo
 
 
 def _mark_bandwidth_rows(matrix, found):
-    """A probed pair whose link is slow (or unmeasured) shows it in its matrix row, as before."""
+    """A probed pair whose link is slow (or unmeasured) shows it in its matrix row (status and cause)."""
     rows = {(row["source"], row["target"]): row for row in matrix}
-    for finding in found:
-        row = rows.get((finding["source"], finding["target"]))
+    for item in found:
+        row = rows.get((item["source"], item["target"]))
         if row is not None and row["status"] == "ok":
-            row["status"], row["cause"] = finding["severity"], finding["code"]
+            row["status"], row["cause"] = item["severity"], item["code"]
 
 
 def _row(source, target, probe):
@@ -198,9 +201,8 @@ def _ports_verdict(source, target, probe, failed, target_result, ifname):
                  f"(pings pass) and {t}'s own ruleset shows no rule that does it: a security group, "
                  "network ACL or a firewall between the hosts")
         fix = FIX_CLOUD.format(ports=_phrase(ports))
-    verdict = _verdict(code, "error", s, t, cause, fix, ports=ports)
+    verdict = _verdict(code, "error", s, t, cause, fix, ports=ports, evidence=[describe(item) for item in evidence])
     verdict["firewalls"] = firewalls
-    verdict["evidence"] = [describe(item) for item in evidence]
     return verdict
 
 
@@ -222,9 +224,12 @@ def _name_the_dropping_host(verdicts, matrix):
         verdict["message"] = _message(verdict)
 
 
-def _verdict(code, severity, source, target, cause, fix, ports=None):
-    verdict = {"code": code, "severity": severity, "source": source, "target": target,
-               "ports": ports or [], "cause": cause, "fix": fix}
+def _verdict(code, severity, source, target, cause, fix, ports=None, evidence=()):
+    return _with_message(finding(code, severity, cause, fix, host=target, evidence=evidence, source=source,
+                                 target=target, ports=list(ports or [])))
+
+
+def _with_message(verdict):
     verdict["message"] = _message(verdict)
     return verdict
 

@@ -1,15 +1,22 @@
-"""nccl_host_survey: one module run answers what nccl_preflight used to ask in seven."""
+"""nccl_host_survey: one module run answers everything nccl_preflight asks of a host."""
 
 import json
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from fake_tools import fake_smi
 
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_host_survey
 
 TWO_GPUS = ('printf "%s\\n" "0, NVIDIA H200, 9.0, 580.159.04, 143771, 00000000:00:06.0" '
             '"1, NVIDIA H200, 9.0, 580.159.04, 143771, 00000000:00:07.0"')
+
+
+def fake_smi(folder, body):
+    """An nvidia-smi stand-in (no GPU here): a shell script that runs `body`."""
+    script = folder / "nvidia-smi"
+    script.write_text("#!/bin/sh\n" + body + "\n")
+    script.chmod(0o755)
+    return str(script)
 
 
 def run_survey(capsys, args):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -48,3 +49,21 @@ def test_addresses_must_be_ip_addresses(tmp_path):
     assert refused["failed"] and refused["msg"] == ("address must be an IP address (the cluster address, "
                                                     "ncclkit_cluster_ip), not '-D'")
     assert module(tmp_path, role="server", address="127.0.0.1", port=0)["failed"]
+
+
+@pytest.mark.skipif(not shutil.which("iperf3"), reason="needs iperf3")
+def test_a_server_that_accepts_and_never_answers_times_out_with_a_clear_error(tmp_path):
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(4)                         # the kernel accepts; nothing ever answers
+    port = silent.getsockname()[1]
+    try:
+        started = time.monotonic()
+        measured = module(tmp_path, role="client", address="127.0.0.1", peer_address="127.0.0.1", port=port,
+                          seconds=1, timeout_s=2)
+        took = time.monotonic() - started
+    finally:
+        silent.close()
+    assert measured["gbps"] is None and not measured.get("failed")
+    assert "did not finish within 3 s: the iperf3 server at 127.0.0.1 port" in measured["error"], measured
+    assert took < 20

@@ -44,3 +44,9 @@ def test_the_toolchain_search_reads_through_it():
     assert toolchain.run_command([sys.executable, "-c", "import sys; print(sys.stdin.read())"],
                                  stdin_text="fed") == (0, "fed\n")
     assert toolchain.run_command(["ncclkit-no-such-tool"]) == (127, "")
+
+
+def test_environ_update_adds_to_the_modules_environment(monkeypatch):
+    monkeypatch.setenv("NCCLKIT_KEPT", "kept")
+    script = "import os; print(os.environ['LC_ALL'], os.environ['NCCLKIT_KEPT'])"
+    assert run_command([sys.executable, "-c", script], 10, environ_update={"LC_ALL": "C"})[:2] == (0, "C kept\n")

@@ -157,3 +157,26 @@ def test_both_reports_show_the_links_slow_first_under_the_threshold():
     bare = nccl_report.build_report({"hosts": {}, "runs": [], "network": unmeasured}, created="2026-12-04T12:00:00Z")
     assert "Link bandwidth" not in nccl_report.render_markdown(bare)
     assert 'id="links"' not in nccl_report.render_html(bare)
+
+
+def test_a_slow_link_verdict_is_a_finding_naming_the_common_host_and_the_figures():
+    dummy, verdicts = judge_links(HOSTS, results())
+    first = next(v for v in verdicts if v["code"] == "slow_link")
+    assert {"code", "severity", "cause", "fix", "host", "rank", "confidence", "evidence",
+            "consequence_of", "source", "target"} <= set(first)
+    assert (first["host"], first["rank"], first["confidence"], first["consequence_of"]) == ("n2", None, "high", None)
+    assert len(first["evidence"]) == 1 and f"{THROTTLED} Gbit/s" in first["evidence"][0]
+
+
+def test_an_unmeasured_link_is_a_finding_of_the_host_that_ran_iperf3():
+    found = {"n1": {"links": [{"round": 0, "target": "n2", "sent_gbps": None, "error": "connection refused"}]},
+             "n2": {"links": []}}
+    dummy, verdicts = judge_links(HOSTS[:2], found)
+    verdict = only_code(verdicts, "bandwidth_unmeasured")
+    assert (verdict["host"], verdict["evidence"], verdict["target"]) == ("n1", ["connection refused"], "n2")
+
+
+def only_code(verdicts, code):
+    matching = [v for v in verdicts if v["code"] == code]
+    assert len(matching) == 1, verdicts
+    return matching[0]

@@ -189,3 +189,18 @@ def test_a_host_without_ping_is_not_called_unreachable():
     results = healthy_pair()
     results["node1"]["probes"][0].update(ping=None, ping_large=None, route_dev=None)
     assert report(results)["verdicts"] == []
+
+
+def test_every_verdict_is_a_finding_located_at_its_target():
+    results = healthy_pair()
+    results["node1"]["probes"][0]["ports"]["32768"] = "timeout"
+    results["node2"]["firewall"]["drops"] = [{"source": "node1", "ports": [32768], "firewall": "nftables",
+                                              "where": "table inet filter chain input", "text": "tcp dport 32768 drop",
+                                              "kind": "port"}]
+    verdict = only(report(results, left_out=["node3"])["verdicts"][1:])
+    assert (verdict["host"], verdict["rank"], verdict["confidence"], verdict["consequence_of"]) == (
+        "node2", None, "high", None)
+    assert verdict["evidence"] == ["nftables: table inet filter chain input: tcp dport 32768 drop"]
+    left_out = report(healthy_pair(), left_out=["node3"])["verdicts"][0]
+    assert (left_out["code"], left_out["host"], left_out["source"], left_out["evidence"]) == (
+        "left_out", "node3", None, [])
