@@ -10,10 +10,10 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible.plugins.filter.core import get_hash
 
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_tests_build_plan import (
+from ansible_collections.ncclkit.cluster.plugins.filter.nccl_tests import (
     FilterModule as PlanFilters,
 )
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_tests_install_state import (
+from ansible_collections.ncclkit.cluster.plugins.filter.nccl_tests import (
     FilterModule as StateFilters,
 )
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.plan import (

@@ -1,14 +1,15 @@
-"""Filters of nccl_validate's autotune (and nccl_profile's reading of its result): the grid, the
-hardware fingerprint, the record kept on each host and reading it back.
-
-The logic lives in plugins/module_utils/validate/autotune.py; the docs are the sidecar YAML files.
-"""
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
+"""Filters of nccl_validate's autotune (and nccl_profile's reading of its result) over
+module_utils/validate/autotune.py: the grid, the hardware fingerprint, the record kept on each host
+and reading it back."""
 
 from __future__ import annotations
 
 import base64
 
 from ansible.module_utils.parsing.convert_bool import boolean
+
 # The module_utils are imported inside the filters, not here: Ansible imports every filter file of
 # the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
 
@@ -17,6 +18,11 @@ def nccl_autotune_grid(transport, socket_grid=True, common=True, algo_proto=True
     from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.autotune import grid
     return grid(transport, boolean(socket_grid, strict=False), boolean(common, strict=False),
                 boolean(algo_proto, strict=False))
+
+
+def nccl_autotune_fingerprint(host):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.autotune import fingerprint
+    return fingerprint(dict(host))
 
 
 def nccl_autotune_kept(kept, hardware):
@@ -31,11 +37,6 @@ def nccl_autotune_kept(kept, hardware):
     except (ValueError, TypeError):
         text = "not base64"
     return read_record(text, dict(hardware))
-
-
-def nccl_autotune_fingerprint(host):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.autotune import fingerprint
-    return fingerprint(dict(host))
 
 
 def nccl_autotune_plan(kept_by_host, env_by_host, force, multi_run):
