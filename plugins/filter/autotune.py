@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 
+from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
 # The module_utils are imported inside the filters, not here: Ansible imports every filter file of
@@ -49,6 +50,23 @@ def nccl_autotune_record(hardware, decision, tuning, remeasure=None):
     return record(dict(hardware), dict(decision), dict(tuning or {}), remeasure)
 
 
+def nccl_autotune_host(facts, nodes=0, env=None):
+    """{path, hardware}: where the host keeps the autotune result, and the hardware it holds for."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.autotune import RECORD_PATH, host_hardware
+    return {"path": RECORD_PATH, "hardware": host_hardware(facts or {}, int(nodes), dict(env or {}))}
+
+
+def nccl_autotune_outcome(measured, again, candidates, context):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.autotune_outcome import (
+        OutcomeError,
+        outcome,
+    )
+    try:
+        return outcome(dict(measured or {}), dict(again or {}), list(candidates), dict(context))
+    except OutcomeError as error:
+        raise AnsibleFilterError(str(error)) from None
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -57,4 +75,6 @@ class FilterModule:
             "nccl_autotune_kept": nccl_autotune_kept,
             "nccl_autotune_plan": nccl_autotune_plan,
             "nccl_autotune_record": nccl_autotune_record,
+            "nccl_autotune_host": nccl_autotune_host,
+            "nccl_autotune_outcome": nccl_autotune_outcome,
         }

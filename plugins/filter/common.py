@@ -55,6 +55,16 @@ def nccl_env_file_mode(names, readable="0644", private="0600"):
     return env_file_mode(names or [], readable, private)
 
 
+def tristate(value, variable):
+    """`auto`, `on` or `off` for a tri-state setting; an error naming `variable` for any other word."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.common.tristate import TristateError
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.common.tristate import tristate as normalise
+    try:
+        return normalise(value, variable)
+    except TristateError as error:
+        raise AnsibleFilterError(str(error)) from None
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -63,4 +73,5 @@ class FilterModule:
             "nccl_script_result": nccl_script_result,
             "nccl_env_secret_names": nccl_env_secret_names,
             "nccl_env_file_mode": nccl_env_file_mode,
+            "tristate": tristate,
         }

@@ -93,10 +93,11 @@ def mtu_hosts(hostvars, hosts):
 def cluster_mtu_plan(wanted, hosts, jumbo_frames="auto"):
     """{"mtu", "changes", "error"}: error is "" when every host can take the MTU."""
     from ansible_collections.ncclkit.cluster.plugins.module_utils.network.mtu_plan import MtuPlanError, mtu_plan
-    jumbo = {"true": True, "false": False}.get(str(jumbo_frames).lower())
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.common.tristate import AUTO, ON, TristateError, tristate
     try:
-        return {**mtu_plan(wanted, dict(hosts), jumbo), "error": ""}
-    except MtuPlanError as error:
+        word = tristate(jumbo_frames, "cloud_alibaba_jumbo_frames")
+        return {**mtu_plan(wanted, dict(hosts), None if word == AUTO else word == ON), "error": ""}
+    except (MtuPlanError, TristateError) as error:
         return {"mtu": None, "changes": {}, "error": str(error)}
 
 
@@ -152,6 +153,13 @@ def firewall_source_problems(sources, allow_wide=False):
     return firewall_sources.problems(sources, bool(allow_wide))
 
 
+def hosts_left_out(all_hosts, hostvars, play_hosts):
+    """Sorted names of `all_hosts` that failed earlier (not in `play_hosts`) or have no cluster address."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.network.left_out import hosts_left_out as left_out
+    addressed = [host for host in all_hosts if "ncclkit_cluster_ip" in hostvars[host]]
+    return left_out(list(all_hosts), list(play_hosts), addressed)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -163,4 +171,5 @@ class FilterModule:
             "reachability_ports": reachability_ports,
             "reachability_report": reachability_report,
             "firewall_source_problems": firewall_source_problems,
+            "hosts_left_out": hosts_left_out,
         }

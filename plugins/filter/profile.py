@@ -52,15 +52,9 @@ def nccl_env_uniform_names(envs):
 
 
 def expected_transport(env):
-    """What nccl_diagnose should expect between hosts from a profile's environment: efa where the
-    aws-ofi-nccl plugin is pinned, ib where NCCL's IB transport is on (IB, RoCE, eRDMA), else any."""
-    env = env or {}
-    net = str(env.get("NCCL_NET", ""))
-    if net in ("Libfabric", "AWS Libfabric", "OFI"):
-        return "efa"
-    if str(env.get("NCCL_IB_DISABLE", "1")) == "0" and net in ("", "IB"):
-        return "ib"
-    return "any"
+    """What nccl_diagnose should expect between hosts from a profile's environment: efa, ib or any."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.transport import expected_transport as transport
+    return transport(env)
 
 
 def ssh_known_hosts(keys, names, errors=()):

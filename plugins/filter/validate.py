@@ -95,9 +95,26 @@ def pair_blame(results, fraction=0.5, floor=0.0):
 
 
 def find_slow_decision(runs, setting, host_count):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.common.tristate import TristateError
     from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.pair_rounds import find_slow_wanted
-    wanted, why = find_slow_wanted(setting, runs, int(host_count))
+    try:
+        wanted, why = find_slow_wanted(setting, runs, int(host_count))
+    except TristateError as error:
+        raise AnsibleFilterError(str(error)) from None
     return {"run": wanted, "why": why}
+
+
+def nccl_validate_run_plan(hosts, hostvars, settings):
+    """nccl_validate_plan (without its stamp) from every host's nccl_validate_host and ncclkit_launch."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.common.tristate import TristateError
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.run_plan import run_plan
+    hosts = list(hosts)
+    gpus = {host: (hostvars[host].get("nccl_validate_host") or {}).get("gpus", 0) for host in hosts}
+    launchers = {host: (hostvars[host].get("ncclkit_launch") or {}).get("mpirun", "") for host in hosts}
+    try:
+        return run_plan(hosts, gpus, launchers, dict(settings))
+    except TristateError as error:
+        raise AnsibleFilterError(str(error)) from None
 
 
 class FilterModule:
@@ -108,6 +125,7 @@ class FilterModule:
             "nccl_validate_needs_diagnosis": nccl_validate_needs_diagnosis,
             "nccl_validate_run_record": nccl_validate_run_record,
             "nccl_validate_gates": nccl_validate_gates,
+            "nccl_validate_run_plan": nccl_validate_run_plan,
             "nccl_net_loopback_plan": nccl_net_loopback_plan,
             "nccl_mpmd_argv": nccl_mpmd_argv,
             "combined_run": combined_run,
