@@ -1,6 +1,10 @@
 """Every filter plugin is documented: `ansible-doc -t filter ncclkit.cluster.NAME` shows a
-description, examples that use it, its return value, and exactly the options its Python takes."""
+description, examples that use it, its return value, and exactly the options its Python takes.
+The rule (docs/development.md, Filter documentation): one YAML file per filter, named after it,
+beside the filter files; no filter file carries DOCUMENTATION, and no YAML documents a filter
+that does not exist."""
 
+import ast
 import importlib
 import inspect
 import json
@@ -9,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from conftest import REPO_ROOT
 
@@ -61,3 +66,18 @@ def test_filter_is_documented(docs, name):
     assert sorted(set(options) - {"_input"}) == sorted(parameters)
     for parameter in parameters:
         assert options[parameter].get("description"), parameter
+
+
+@pytest.mark.parametrize("path", sorted(FILTER_DIR.glob("*.yml")), ids=lambda path: path.name)
+def test_every_doc_has_its_filter(path):
+    documented = (yaml.safe_load(path.read_text()) or {}).get("DOCUMENTATION") or {}
+    assert documented.get("name") == path.stem, f"{path.name} documents {documented.get('name')!r}, not {path.stem}"
+    assert path.stem in FILTERS, f"{path.name} documents no filter: delete it, or add the filter it describes"
+
+
+@pytest.mark.parametrize("path", sorted(FILTER_DIR.glob("*.py")), ids=lambda path: path.name)
+def test_no_filter_file_documents_inline(path):
+    # ansible-doc reads a file's DOCUMENTATION as the doc of one filter only: the YAML files carry them all.
+    names = {node.targets[0].id for node in ast.parse(path.read_text()).body
+             if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)}
+    assert not names & {"DOCUMENTATION", "EXAMPLES", "RETURN"}, f"{path.name}: move its docs to <filter>.yml"

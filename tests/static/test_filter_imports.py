@@ -25,4 +25,6 @@ def test_no_module_utils_import_at_the_top_of_a_filter_file(path):
 
 
 def test_the_filter_files_are_found():
-    assert len(FILTERS) > 10
+    # One file per concern (docs/development.md, Filters); a renamed or lost file shows here.
+    assert {"common", "host", "network", "profile", "check", "nccl_tests", "validate", "autotune",
+            "cloud_aws"} <= {path.stem for path in FILTERS}

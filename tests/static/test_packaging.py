@@ -34,7 +34,7 @@ def test_galaxy_build_holds_the_collection_and_no_tests_or_caches(tmp_path):
     names = tarfile.open(tarball).getnames()
     for role in ROLES:
         assert f"roles/{role}/meta/argument_specs.yml" in names
-    assert "plugins/filter/cluster_nic.py" in names and "meta/runtime.yml" in names
+    assert "plugins/filter/network.py" in names and "meta/runtime.yml" in names
     assert "playbooks/site.yml" in names and "MANIFEST.json" in names
     leaked = [name for name in names
               if name.split("/")[0] in NOT_SHIPPED_TOP or any(c in name for c in CACHES)

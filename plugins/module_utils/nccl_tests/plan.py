@@ -22,6 +22,8 @@ import re
 from ansible.module_utils.compat.version import LooseVersion
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.ncclkit.cluster.plugins.module_utils.common.tristate import OFF, ON, TristateError, tristate
+
 NCCL_VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
 NAME_SUFFIX = "NAME_SUFFIX="
 
@@ -111,7 +113,7 @@ def build_problems(settings, gpu, cuda, nccl, mpi, limits, derive):
         problems.append(nccl.get("hint"))
     elif not NCCL_VERSION.match(str(nccl.get("version") or "")):
         problems.append("NCCL version unreadable from {}/nccl.h".format(nccl.get("include_dir")))
-    if settings["mpi"] == "required" and not as_bool(mpi.get("found", False), "ncclkit_mpi.found"):
+    if settings["mpi"] == ON and not as_bool(mpi.get("found", False), "ncclkit_mpi.found"):
         problems.append("nccl_tests_mpi is required but {}".format(mpi.get("hint")))
     if not (cuda_found and derive):
         return problems
@@ -137,6 +139,10 @@ def build_plan(settings, gpu, cuda, nccl, mpi):
     """The build this host makes (see the module's docstring). `settings` holds the role's
     variables without their prefix, plus arch_limits, playbook_dir, host and tmpdir."""
     gpu, cuda, nccl, mpi = (dict(d or {}) for d in (gpu, cuda, nccl, mpi))
+    try:
+        settings = dict(settings, mpi=tristate(settings["mpi"], "nccl_tests_mpi"))
+    except TristateError as error:
+        raise PlanError(str(error)) from None
     present = as_bool(gpu.get("present", False), "ncclkit_gpu_capabilities.present")
     limits = arch_limits(list(settings["arch_limits"]), cuda)
     gencode = str(settings.get("gencode") or "").strip()
@@ -147,7 +153,7 @@ def build_plan(settings, gpu, cuda, nccl, mpi):
     return {
         "build": present,
         "gencode": gencode,
-        "mpi": settings["mpi"] != "disabled" and as_bool(mpi.get("found", False), "ncclkit_mpi.found"),
+        "mpi": settings["mpi"] != OFF and as_bool(mpi.get("found", False), "ncclkit_mpi.found"),
         "suffix": name_suffix(settings["make_vars"]),
         "needed_tools": ["make", "g++", "ldd"] + (["git"] if settings["source"] == "git" else ["tar", "gzip"]),
         "controller_path": ctl_path,

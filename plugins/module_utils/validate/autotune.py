@@ -16,6 +16,7 @@ import hashlib
 import json
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.env import MAX_CHANNELS, MAX_SOCKET_NTHREADS, MAX_SOCKETS, TUNING_NAMES
+from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.transport import expected_transport
 
 DEFAULTS = "defaults"
 SOCKET_THREADS = (1, 2, 4, 8)
@@ -34,6 +35,8 @@ ALGO_PROTO = {"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}
 # nccl_expected_transport's names: any is NCCL over sockets (or NCCL's own choice without RDMA).
 RDMA_TRANSPORTS = ("ib", "efa")
 RECORD_VERSION = 1
+# Where each host keeps the result (nccl_validate writes it, nccl_profile reads it and removes it on absent).
+RECORD_PATH = "/etc/ncclkit/autotune.json"
 
 
 class AutotuneError(ValueError):
@@ -148,6 +151,21 @@ def fingerprint(host):
         "transport": str(host.get("transport") or "any"),
         "nic": str(host.get("ifname") or ""),
     }
+
+
+def host_hardware(facts, nodes, env):
+    """The fingerprint of one host, from its facts as nccl_preflight sets them (nccl_preflight_gpus,
+    ncclkit_nccl, ncclkit_cluster_ifname), the cluster's node count and the profile's environment
+    (ncclkit_nccl_env, or the one nccl_profile is about to write): the one definition both
+    nccl_validate and nccl_profile use."""
+    facts = facts or {}
+    return fingerprint({
+        "nodes": nodes,
+        "gpus": [gpu.get("name") for gpu in facts.get("nccl_preflight_gpus") or []],
+        "nccl_version": (facts.get("ncclkit_nccl") or {}).get("version") or "",
+        "transport": expected_transport(env),
+        "ifname": facts.get("ncclkit_cluster_ifname") or "",
+    })
 
 
 def fingerprint_id(print_):

@@ -27,6 +27,8 @@ from __future__ import annotations
 import json
 from statistics import median
 
+from ansible_collections.ncclkit.cluster.plugins.module_utils.common.tristate import OFF, ON, tristate
+
 DEFAULT_ROUNDS = 3
 DEFAULT_FRACTION = 0.5
 
@@ -190,13 +192,13 @@ BUSBW_GATE_PREFIX = "min_busbw"
 
 def find_slow_wanted(setting, runs, host_count):
     """(run it, why) for nccl_validate_find_slow: true, false or auto (when a multi-node run failed
-    a bus-bandwidth gate). Fewer than two hosts have no pair."""
-    setting = str(setting).strip().lower()
+    a bus-bandwidth gate), in any of common.tristate's words. Fewer than two hosts have no pair."""
+    setting = tristate(setting, "nccl_validate_find_slow")
     if host_count < 2:
         return False, "one host: no pair to test"
-    if setting in ("true", "yes", "on", "1"):
+    if setting == ON:
         return True, "asked for (nccl_validate_find_slow: true)"
-    if setting != "auto":
+    if setting == OFF:
         return False, "not asked for"
     for run in runs:
         gates = ((run.get("perf") or {}).get("gates") or []) if run.get("name") in ("multi", "gloo") else []

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_profile import expected_transport
+from ansible_collections.ncclkit.cluster.plugins.filter.profile import expected_transport
 from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import read_nccl_log
 from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import (
     erdma_devices,

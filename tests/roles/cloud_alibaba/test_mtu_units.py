@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.filter.mtu import cluster_mtu_plan, mtu_hosts
+from ansible_collections.ncclkit.cluster.plugins.filter.network import cluster_mtu_plan, mtu_hosts
 from ansible_collections.ncclkit.cluster.plugins.module_utils.network.mtu_persist import plan_persist
 from ansible_collections.ncclkit.cluster.plugins.module_utils.network.mtu_plan import MtuPlanError, mtu_plan
 

@@ -7,11 +7,11 @@ import os
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ncclkit.cluster.plugins.filter.container import (
+from ansible_collections.ncclkit.cluster.plugins.filter.host import (
     container_firewall,
     container_port_range,
+    unreachable_hint,
 )
-from ansible_collections.ncclkit.cluster.plugins.filter.unreachable import unreachable_hint
 from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.autodl.plan import autodl_plan
 from ansible_collections.ncclkit.cluster.plugins.module_utils.host import container as cf
 

@@ -15,9 +15,9 @@ def filters():
     was_controller = _internal.is_controller
     from ansible.errors import AnsibleFilterError
 
-    from ansible_collections.ncclkit.cluster.plugins.filter.nccl_profile import FilterModule
+    from ansible_collections.ncclkit.cluster.plugins.filter import host, profile
 
-    yield FilterModule().filters(), AnsibleFilterError
+    yield {**profile.FilterModule().filters(), **host.FilterModule().filters()}, AnsibleFilterError
     _internal.is_controller = was_controller
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.filter.reachability import (
+from ansible_collections.ncclkit.cluster.plugins.filter.network import (
     reachability_hosts,
     reachability_ports,
     reachability_report,

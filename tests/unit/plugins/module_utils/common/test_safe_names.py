@@ -4,10 +4,10 @@ differently is refused with one line naming the variable, the value and the rule
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ncclkit.cluster.plugins.filter.safe_inputs import FilterModule
+from ansible_collections.ncclkit.cluster.plugins.filter import common, network
 from ansible_collections.ncclkit.cluster.plugins.module_utils.common import safe_names
 
-FILTERS = FilterModule().filters()
+FILTERS = {**common.FilterModule().filters(), **network.FilterModule().filters()}
 SHELL_TRICKS = ["x$(reboot)", "x`id`", "x;reboot", "x|sh", "x&", "x>y", "x'y", 'x"y', "x\\y", "x y", "x\ny", "x*"]
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_profile import FilterModule
+from ansible_collections.ncclkit.cluster.plugins.filter.common import FilterModule
 from ansible_collections.ncclkit.cluster.plugins.module_utils.common.secret_names import env_file_mode, secret_names
 
 FILTERS = FilterModule().filters()

@@ -10,13 +10,9 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible.plugins.filter.core import get_hash
 
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_tests_build_plan import (
-    FilterModule as PlanFilters,
-)
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_tests_install_state import (
-    FilterModule as StateFilters,
-)
+from ansible_collections.ncclkit.cluster.plugins.filter.nccl_tests import FilterModule
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.plan import (
+    PlanError,
     arch_limits,
     build_plan,
     install_state,
@@ -76,7 +72,7 @@ def test_booleans_given_as_strings_count_as_booleans(false):
 
 def test_a_bad_boolean_names_the_variable():
     with pytest.raises(AnsibleFilterError, match="nccl_tests_ptx must be true or false, not 'maybe'"):
-        PlanFilters().filters()["nccl_tests_build_plan"](settings(ptx="maybe"), GPU, CUDA, NCCL, MPI)
+        FilterModule().filters()["nccl_tests_build_plan"](settings(ptx="maybe"), GPU, CUDA, NCCL, MPI)
 
 
 def test_a_given_gencode_is_kept_and_no_arch_problem_is_raised():
@@ -115,6 +111,29 @@ def test_what_is_missing_on_a_gpu_host_is_listed_with_the_hints():
                mpi="required")
     assert got["problems"] == ["install CUDA", "install NCCL", "nccl_tests_mpi is required but no mpicc"]
     assert got["mpi"] is False
+
+
+@pytest.mark.parametrize("word", ["required", "true", True, "yes", "on", "1"])
+def test_mpi_required_in_any_of_its_words_fails_without_mpi(word):
+    got = plan(mpi_fact={"found": False, "hint": "no mpicc"}, mpi=word)
+    assert got["problems"] == ["nccl_tests_mpi is required but no mpicc"] and got["mpi"] is False
+
+
+@pytest.mark.parametrize("word", ["disabled", "false", False, "no", "off", "0"])
+def test_mpi_disabled_in_any_of_its_words_builds_without_it(word):
+    got = plan(mpi=word)
+    assert got["mpi"] is False and got["problems"] == []
+
+
+@pytest.mark.parametrize("word", ["auto", "AUTO"])
+def test_mpi_auto_uses_mpi_where_found(word):
+    assert plan(mpi=word)["mpi"] is True
+    assert plan(mpi=word, mpi_fact={"found": False, "hint": "no mpicc"})["problems"] == []
+
+
+def test_an_unknown_mpi_word_is_refused_naming_the_variable():
+    with pytest.raises(PlanError, match="nccl_tests_mpi is 'sometimes'"):
+        plan(mpi="sometimes")
 
 
 def test_an_unreadable_nccl_version_is_a_problem():
@@ -178,7 +197,7 @@ def test_the_h200_stamp_is_composed_again_from_its_inputs():
     top = "/opt/ncclkit/nccl-tests"
     scan = [f"dir\t{top}/src/git", f"dir\t{top}/builds/{recorded['key']}", f"root\t{top}/src/git",
             f"tree\t{recorded['source_tree_sha256']}"]
-    state = StateFilters().filters()["nccl_tests_install_state"](
+    state = FilterModule().filters()["nccl_tests_install_state"](
         scan, stamp_settings(gencode=recorded["gencode"], mpi="true", rpath="yes", binaries=recorded["binaries"]),
         {"version": recorded["cuda_version"], "home": recorded["cuda_home"]},
         {"version": recorded["nccl_version"], "library": recorded["nccl_library"],

@@ -3,7 +3,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ncclkit.cluster.plugins.filter.cluster_nic import cluster_nic
+from ansible_collections.ncclkit.cluster.plugins.filter.network import cluster_nic
 from ansible_collections.ncclkit.cluster.plugins.module_utils.network.cluster_nic import (
     ClusterNicError,
     choose_cluster_nic,
@@ -103,7 +103,7 @@ def hostvars_of(cluster, **per_host):
 
 
 def test_cluster_nics_decides_every_host_once_with_its_summary():
-    from ansible_collections.ncclkit.cluster.plugins.filter.cluster_nics import cluster_nics
+    from ansible_collections.ncclkit.cluster.plugins.filter.network import cluster_nics
     chosen = cluster_nics(hostvars_of(CLUSTER), list(CLUSTER))
     assert {host: c["address"] for host, c in chosen.items()} == {
         "node1": "198.19.0.11", "node2": "198.19.0.12", "node3": "198.19.0.13"}
@@ -115,7 +115,7 @@ def test_cluster_nics_decides_every_host_once_with_its_summary():
 
 
 def test_cluster_nics_a_hosts_own_setting_wins_and_a_bad_one_is_that_hosts_error():
-    from ansible_collections.ncclkit.cluster.plugins.filter.cluster_nics import cluster_nics
+    from ansible_collections.ncclkit.cluster.plugins.filter.network import cluster_nics
     hostvars = hostvars_of(CLUSTER, node2={"nccl_preflight_ifname": "eth0"}, node3={"nccl_preflight_ifname": "eth9"})
     chosen = cluster_nics(hostvars, list(CLUSTER), "eth1")
     assert chosen["node1"]["ifname"] == "eth1"      # the play's setting
@@ -124,7 +124,7 @@ def test_cluster_nics_a_hosts_own_setting_wins_and_a_bad_one_is_that_hosts_error
 
 
 def test_cluster_nics_refuses_hosts_without_nics_and_non_string_settings():
-    from ansible_collections.ncclkit.cluster.plugins.filter.cluster_nics import cluster_nics
+    from ansible_collections.ncclkit.cluster.plugins.filter.network import cluster_nics
     hostvars = hostvars_of(CLUSTER)
     del hostvars["node3"]["nccl_preflight_nics"]
     with pytest.raises(AnsibleFilterError, match="no NICs read on node3"):

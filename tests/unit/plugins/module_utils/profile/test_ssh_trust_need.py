@@ -1,6 +1,6 @@
 """When nccl_profile skips the SSH trust: one host, or every host on `connection: local`."""
 
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_profile import FilterModule
+from ansible_collections.ncclkit.cluster.plugins.filter.profile import FilterModule
 from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.ssh_trust import ssh_trust_skip_reason
 
 

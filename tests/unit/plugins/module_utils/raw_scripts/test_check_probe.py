@@ -11,8 +11,8 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_check_judge import probes_of
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_check_probe_targets import nccl_check_probe_targets
+from ansible_collections.ncclkit.cluster.plugins.filter.check import probes_of
+from ansible_collections.ncclkit.cluster.plugins.filter.check import nccl_check_probe_targets
 from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.plan import probe_peers
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_check
 from conftest import REPO_ROOT

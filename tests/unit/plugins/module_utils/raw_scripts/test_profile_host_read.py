@@ -10,9 +10,9 @@ import sys
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_autotune import nccl_autotune_kept
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_profile import ssh_known_hosts
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_script_result import nccl_script_result
+from ansible_collections.ncclkit.cluster.plugins.filter.autotune import nccl_autotune_kept
+from ansible_collections.ncclkit.cluster.plugins.filter.profile import ssh_known_hosts
+from ansible_collections.ncclkit.cluster.plugins.filter.common import nccl_script_result
 from conftest import REPO_ROOT
 
 CODE = (REPO_ROOT / "plugins" / "module_utils" / "raw_scripts" / "profile_host_read.py").read_text()

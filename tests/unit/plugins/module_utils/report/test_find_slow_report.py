@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.filter.pair_rounds import find_slow_decision, pair_blame
+from ansible_collections.ncclkit.cluster.plugins.filter.validate import find_slow_decision, pair_blame
 from ansible_collections.ncclkit.cluster.plugins.module_utils import report as nccl_report
 from ansible_collections.ncclkit.cluster.plugins.module_utils.nccl_tests.output import parse_file, summarize
 from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.gloo import gloo_perf

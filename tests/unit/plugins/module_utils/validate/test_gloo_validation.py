@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.filter.validate_runs import combined_run
+from ansible_collections.ncclkit.cluster.plugins.filter.validate import combined_run
 from ansible_collections.ncclkit.cluster.plugins.module_utils import report as nccl_report
 from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.bounded_run import run_bounded
 from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.gloo import gloo_perf, rank_results

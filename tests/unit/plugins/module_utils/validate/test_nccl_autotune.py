@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_autotune import nccl_autotune_grid, nccl_autotune_kept
+from ansible_collections.ncclkit.cluster.plugins.filter.autotune import nccl_autotune_grid, nccl_autotune_kept
 from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.env import env_problems
 from ansible_collections.ncclkit.cluster.plugins.module_utils.validate import autotune as tune
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_autotune as module

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_net_loopback import FilterModule
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_validate_argv import (
+from ansible_collections.ncclkit.cluster.plugins.filter.validate import FilterModule
+from ansible_collections.ncclkit.cluster.plugins.filter.validate import (
     FilterModule as ArgvFilter,
 )
 from ansible_collections.ncclkit.cluster.plugins.module_utils.validate import loopback as nccl_net_loopback

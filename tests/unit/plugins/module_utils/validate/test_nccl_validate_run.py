@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_validate_argv import (
+from ansible_collections.ncclkit.cluster.plugins.filter.validate import (
     FilterModule as ArgvFilter,
 )
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_validate_needs_diagnosis import (
+from ansible_collections.ncclkit.cluster.plugins.filter.validate import (
     FilterModule as DiagnosisFilter,
 )
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_validate_not_run_reason import (
+from ansible_collections.ncclkit.cluster.plugins.filter.validate import (
     FilterModule as ReasonFilter,
 )
-from ansible_collections.ncclkit.cluster.plugins.filter.nccl_validate_run_record import (
+from ansible_collections.ncclkit.cluster.plugins.filter.validate import (
     FilterModule as RecordFilter,
 )
 

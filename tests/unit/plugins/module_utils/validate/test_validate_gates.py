@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ncclkit.cluster.plugins.filter.validate_gates import FilterModule
+from ansible_collections.ncclkit.cluster.plugins.filter.validate import FilterModule
 from ansible_collections.ncclkit.cluster.plugins.module_utils.report.verdict import build_report
 from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.gates import (
     GateError,

@@ -1,13 +1,32 @@
-"""The ncclkit.cluster.nccl_check_judge filter: `ncclkit check`'s findings from every host's view.
-
-Documented in nccl_check_judge.yml beside this file (ansible-doc -t filter ncclkit.cluster.nccl_check_judge).
-"""
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
+"""Filters of `ncclkit check` (nccl_preflight's check step) over module_utils/check: the master,
+the probe targets, the judge."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
+
 # The module_utils are imported inside the filters, not here: Ansible imports every filter file of
 # the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
+
+
+def nccl_check_master(profile_master, first_cluster_ip, port):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.check.findings import choose_master
+    return choose_master(dict(profile_master or {}), str(first_cluster_ip or ""), int(port))
+
+
+def nccl_check_probe_targets(resolved, mode="ring"):
+    """{host: {peer: the addresses the peer's host name resolves to}} from {host: those addresses},
+    planned once for the play: O(N) for a ring."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.plan import MODES, probe_plan
+
+    if not isinstance(resolved, dict):
+        raise AnsibleFilterError(f"nccl_check_probe_targets: expected a map of host to addresses, got {type(resolved).__name__}")
+    if mode not in MODES:
+        raise AnsibleFilterError(f"nccl_check_probe_targets: mode {mode!r} is not one of {', '.join(MODES)}")
+    return {host: {peer: list(resolved[peer] or []) for peer in peers}
+            for host, peers in probe_plan(list(resolved), mode).items()}
 
 
 def host_view(facts) -> dict:
@@ -49,4 +68,8 @@ def nccl_check_judge(hostvars, hosts, master):
 
 class FilterModule:
     def filters(self):
-        return {"nccl_check_judge": nccl_check_judge}
+        return {
+            "nccl_check_master": nccl_check_master,
+            "nccl_check_probe_targets": nccl_check_probe_targets,
+            "nccl_check_judge": nccl_check_judge,
+        }

@@ -1,14 +1,13 @@
-"""Filters of the nccl_profile role: the environment, the launch plan, the hostfile, RDMA ports.
-
-The logic lives in plugins/module_utils (nccl_env, profile.launch, host.rdma); these only
-turn its errors into Ansible's.
-"""
+# Copyright: Contributors to the ncclkit project
+# SPDX-License-Identifier: Apache-2.0
+"""Filters over module_utils/profile: the environment, the launch plan, the hostfile, SSH trust."""
 
 from __future__ import annotations
 
 import base64
 
 from ansible.errors import AnsibleFilterError
+
 # The module_utils are imported inside the filters, not here: Ansible imports every filter file of
 # the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
 
@@ -19,6 +18,11 @@ def nccl_profile_env(settings):
         return profile_env(dict(settings))
     except NcclEnvError as error:
         raise AnsibleFilterError(str(error)) from error
+
+
+def nccl_profile_env_problems(settings):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.env import env_problems
+    return env_problems(dict(settings))
 
 
 def nccl_launch_plan(host, hosts, addresses, slots, master_port):
@@ -42,16 +46,15 @@ def nccl_hostfile_lines(hosts, addresses, slots):
         raise AnsibleFilterError(str(error)) from error
 
 
+def nccl_env_uniform_names(envs):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.launch import uniform_names
+    return uniform_names(list(envs))
+
+
 def expected_transport(env):
-    """What nccl_diagnose should expect between hosts from a profile's environment: efa where the
-    aws-ofi-nccl plugin is pinned, ib where NCCL's IB transport is on (IB, RoCE, eRDMA), else any."""
-    env = env or {}
-    net = str(env.get("NCCL_NET", ""))
-    if net in ("Libfabric", "AWS Libfabric", "OFI"):
-        return "efa"
-    if str(env.get("NCCL_IB_DISABLE", "1")) == "0" and net in ("", "IB"):
-        return "ib"
-    return "any"
+    """What nccl_diagnose should expect between hosts from a profile's environment: efa, ib or any."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.transport import expected_transport as transport
+    return transport(env)
 
 
 def ssh_known_hosts(keys, names, errors=()):
@@ -78,49 +81,9 @@ def ssh_known_hosts_errors(known_by_host):
             if (known or {}).get("error")]
 
 
-def nccl_profile_env_problems(settings):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.env import env_problems
-    return env_problems(dict(settings))
-
-
-def nccl_env_uniform_names(envs):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.launch import uniform_names
-    return uniform_names(list(envs))
-
-
-def rdma_usable_ports(lines):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import usable_rdma_ports
-    return usable_rdma_ports(lines)
-
-
-def rdma_erdma_devices(lines):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import erdma_devices
-    return erdma_devices(lines)
-
-
-def rdma_transport_of(lines):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import rdma_transport
-    return rdma_transport(lines)
-
-
-def nccl_env_secret_names(env):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.common.secret_names import secret_names
-    return secret_names(env or {})
-
-
-def nccl_env_file_mode(names, readable="0644", private="0600"):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.common.secret_names import env_file_mode
-    return env_file_mode(names or [], readable, private)
-
-
 def nccl_ssh_trust_skip_reason(hosts, connections):
     from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.ssh_trust import ssh_trust_skip_reason
     return ssh_trust_skip_reason(hosts, connections)
-
-
-def rdma_disagreement_of(ports_by_host):
-    from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import rdma_disagreement
-    return rdma_disagreement(dict(ports_by_host))
 
 
 class FilterModule:
@@ -132,14 +95,8 @@ class FilterModule:
             "nccl_launch_problems": nccl_launch_problems,
             "nccl_hostfile_lines": nccl_hostfile_lines,
             "nccl_env_uniform_names": nccl_env_uniform_names,
-            "rdma_usable_ports": rdma_usable_ports,
-            "rdma_erdma_devices": rdma_erdma_devices,
-            "rdma_transport": rdma_transport_of,
             "nccl_expected_transport": expected_transport,
             "nccl_ssh_known_hosts": ssh_known_hosts,
             "nccl_ssh_known_hosts_errors": ssh_known_hosts_errors,
-            "nccl_env_secret_names": nccl_env_secret_names,
-            "nccl_env_file_mode": nccl_env_file_mode,
             "nccl_ssh_trust_skip_reason": nccl_ssh_trust_skip_reason,
-            "rdma_disagreement": rdma_disagreement_of,
         }
