@@ -1,0 +1,133 @@
+"""Naming what went wrong: the run folder's files (one log per host, the forensics launch took, the
+Flight Recorder dumps) read by the same diagnosis engine as `ncclkit diagnose`, and launch's own
+findings where the engine has nothing to go on (a script missing, a timeout, processes left).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ncclkit.paths import module_utils
+
+finding = module_utils("common.findings").finding
+PREFIX = module_utils("diagnosis.forensics").PREFIX
+_log = module_utils("diagnosis.log")
+_root_cause = module_utils("diagnosis.root_cause")
+FIX_COLLECTIVE, FIX_FAILED = _root_cause.FIX_COLLECTIVE, _root_cause.FIX_FAILED
+
+# The last line of a Python traceback: "ValueError: bad batch", "torch.OutOfMemoryError: ...".
+EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning)|[A-Z]\w*Error)"
+                            r"(?::\s*(?P<text>.*))?$")
+# torch.distributed's own prefix on a rank's traceback lines: "[rank1]: ValueError: ...".
+TORCH_RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s?")
+_STOPPED = {"T": "stopped (SIGSTOP, a debugger or Ctrl-Z)", "t": "stopped by a tracer",
+            "D": "in an uninterruptible wait (I/O or the driver)", "Z": "a zombie (exited, not reaped)"}
+
+
+class TracebackTracker:
+    """Per rank, the exception its last traceback ended with (quoted as the rank printed it)."""
+
+    def __init__(self):
+        self.inside: dict = {}
+        self.last: dict = {}
+
+    def add(self, key, text: str) -> None:
+        text = TORCH_RANK_PREFIX.sub("", text, count=1)
+        if text.startswith("Traceback (most recent call last):"):
+            self.inside[key] = True
+        elif self.inside.get(key) and text and not text[0].isspace():
+            match = EXCEPTION_LINE.match(text.strip())
+            if match:
+                self.last[key] = text.strip()[:500]
+                self.inside[key] = False
+            elif not text.startswith(("During handling", "The above exception")):
+                self.inside[key] = False
+
+
+def forensics_lines(samples: dict, stall: dict | None) -> list[str]:
+    """The latest sample of every host as `ncclkit-forensics:` lines (what diagnosis.job reads)."""
+    lines = []
+    if stall:
+        lines.append(f"{PREFIX} launch: no rank moved for {stall['seconds']} s; waiting in a collective: "
+                     f"rank(s) {', '.join(map(str, stall['waiting'])) or 'none seen'}")
+    for host, sample in samples.items():
+        for item in sample.get("ranks", []):
+            state = item["state"]
+            lines.append(f"{PREFIX} rank={item['rank']} host={host} pid={item['pid']} state={state} "
+                         f"({_STOPPED.get(state, 'running or sleeping')}) wchan={item.get('wchan', '-')} "
+                         f"comm={item.get('comm', '?')}")
+            for frame in item.get("stack") or []:
+                lines.append(f"{PREFIX} py-spy rank={item['rank']}: {frame}")
+        lines.extend(f"{PREFIX} ras: {line}" for line in sample.get("ras", []))
+    return lines
+
+
+def diagnose(paths: list[Path]) -> dict | None:
+    """The engine's result for the run folder's files, or None when there is nothing to read."""
+    readable = [str(path) for path in paths if path.is_file() and path.stat().st_size > 0]
+    if not readable:
+        return None
+    try:
+        return _log.read_nccl_log_files(readable)
+    except _log.NcclLogError:
+        return None
+
+
+def on_inventory_host(item: dict, hosts_of_rank: dict) -> dict:
+    """The finding with its host named as the inventory names it (the logs name the machine, which
+    simulated hosts share), the machine's name kept as `machine`."""
+    host = hosts_of_rank.get(item.get("rank"))
+    if host and host != item.get("host"):
+        return dict(item, host=host, machine=item.get("host"))
+    return item
+
+
+def failure_finding(result: dict | None, failed: dict, exceptions: dict, hosts_of_rank: dict) -> dict:
+    """The root cause of a rank's failure: the engine's first error, with the rank's own exception
+    quoted when the engine names a failed rank without it; else what launch saw itself."""
+    first = _first_error(result)
+    first = on_inventory_host(first, hosts_of_rank) if first else None
+    host, code = failed["host"], failed["rc"]
+    if first and first["code"] in ("rank_failed", "rank_killed"):
+        quote = exceptions.get((first.get("host"), first.get("rank"))) or _only(exceptions, first.get("host"))
+        if quote and quote not in first["cause"]:
+            first = dict(first, cause=f"{first['cause']}: {quote}")
+        return first
+    if first:
+        return first
+    quote = _only(exceptions, host)
+    rank = next((rank for (where, rank) in exceptions if where == host), None)
+    return finding("rank_failed", "error", f"the launcher on {host} exited with code {code}"
+                   + (f"; rank {rank} raised {quote}" if quote else ""), FIX_FAILED, host=host, rank=rank)
+
+
+def hang_finding(result: dict | None, stall: dict, hosts_of_rank: dict) -> dict:
+    """A named hang: the engine's `hang_in_collective` when the forensics show a stopped rank, else
+    launch's own from the stacks (a rank outside the collective the others wait in)."""
+    first = _first_error(result)
+    if first and first["code"] == "hang_in_collective" and first.get("rank") is not None:
+        return dict(on_inventory_host(first, hosts_of_rank), launch_seconds_without_progress=stall["seconds"])
+    named = stall["suspects"][0] if stall["suspects"] else None
+    if named:
+        where = _STOPPED.get(named["state"], f"elsewhere: {named['where']}")
+        cause = (f"hang: no rank moved for {stall['seconds']} s; suspect: rank {named['rank']} on {named['host']} "
+                 f"(pid {named['pid']}) is {where} while rank(s) {', '.join(map(str, stall['waiting'])) or '?'} "
+                 "wait in a collective")
+        return finding("hang_in_collective", "error", cause, FIX_COLLECTIVE, host=named["host"], rank=named["rank"],
+                       launch_seconds_without_progress=stall["seconds"])
+    return finding("hang_in_collective", "error",
+                   f"hang: no rank moved for {stall['seconds']} s and every rank waits in a collective: the ranks "
+                   "may disagree on the collective (a data-dependent branch, uneven batches)", FIX_COLLECTIVE,
+                   confidence="low", launch_seconds_without_progress=stall["seconds"])
+
+
+def _first_error(result: dict | None) -> dict | None:
+    if not result:
+        return None
+    return next((f for f in result["findings"] if f["severity"] == "error" and not f.get("consequence_of")), None)
+
+
+def _only(exceptions: dict, host) -> str | None:
+    quotes = [quote for (where, dummy), quote in exceptions.items() if where == host]
+    return quotes[0] if quotes else None
