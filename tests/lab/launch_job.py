@@ -10,12 +10,14 @@ with the failure asked for:
 
 Every rank starts a child that double-forks into a session of its own and sleeps (a leftover a
 process-group kill misses), and its DataLoader has 2 workers. Each rank prints
-`launch-job rank=R event=NAME t=UNIX_TIME` at its milestones (the tests read them).
+`launch-job rank=R event=NAME t=UNIX_TIME` at its milestones, and appends it to the file
+--events names (the tests read them there).
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import signal
 import subprocess
@@ -26,7 +28,11 @@ from datetime import timedelta
 
 
 def event(name: str) -> None:
-    print(f"launch-job rank={os.environ.get('RANK', '?')} event={name} t={time.time():.3f}", flush=True)
+    line = f"launch-job rank={os.environ.get('RANK', '?')} event={name} t={time.time():.3f}"
+    print(line, flush=True)
+    if os.environ.get("LAUNCH_JOB_EVENTS"):  # also to a file: what a launcher relays may be lost when it is killed
+        with open(os.environ["LAUNCH_JOB_EVENTS"], "a") as handle:
+            handle.write(line + "\n")
 
 
 def busy(seconds: float) -> None:
@@ -41,7 +47,12 @@ def busy(seconds: float) -> None:
 
 def double_fork() -> None:
     """A grandchild in a session of its own, reparented away from the rank: it sleeps for an hour."""
-    code = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(3600)\n")
+    code = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+            "        line = f'launch-job rank={os.environ.get(\"RANK\", \"?\")} event=sleeper pid={os.getpid()}'\n"
+            "        print(line, flush=True)\n"
+            "        if os.environ.get('LAUNCH_JOB_EVENTS'):\n"
+            "            open(os.environ['LAUNCH_JOB_EVENTS'], 'a').write(line + '\\n')\n"
+            "        time.sleep(3600)\n")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -58,9 +69,13 @@ def main() -> None:
     parser.add_argument("--checkpoint-dir", default="/tmp")
     parser.add_argument("--validate-s", type=float, default=0.0)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--events", default="", help="append the events to this file too")
     args = parser.parse_args()
+    if args.events:
+        os.environ["LAUNCH_JOB_EVENTS"] = args.events
     rank = int(os.environ.get("RANK", "0"))
     event("start")
+    atexit.register(event, "exit")  # the last thing the process does (after an exception's traceback too)
     double_fork()
 
     import lightning as L

@@ -36,6 +36,7 @@ MARK_ID = "NCCLKIT_LAUNCH_ID"
 MARK_HOST = "NCCLKIT_LAUNCH_HOST"
 FR_PIPE = "TORCH_NCCL_DEBUG_INFO_PIPE_FILE"
 FR_PREFIX = "TORCH_FR_DUMP_TEMP_FILE"
+FR_DEFAULT = "/tmp/nccl_trace_rank_"  # torch's own default dump prefix
 LOG = "output.log"
 TOOLS = "~/.cache/ncclkit/bin"
 RC = "rc"
@@ -244,12 +245,12 @@ def dump(launch_id, host, wait):
     """Ask every rank of an NCCL process group for its Flight Recorder dump (writing to the pipe file
     torch watches), and send the dumps back."""
     procs = marked(launch_id, host)
-    asked, prefixes = [], set()
+    asked, wanted, since = [], set(), time.time() - 1
     for env in procs.values():
         pipe, rank = env.get(FR_PIPE), env.get("RANK")
         if not pipe or rank is None:
             continue
-        prefixes.add(env.get(FR_PREFIX, ""))
+        wanted.add((env.get(FR_PREFIX) or env.get("TORCH_NCCL_DEBUG_INFO_TEMP_FILE") or FR_DEFAULT) + rank)
         target = pipe + rank
         if os.path.exists(target) and target not in asked:
             try:
@@ -261,12 +262,10 @@ def dump(launch_id, host, wait):
                 pass
     time.sleep(wait if asked else 0)
     dumps = {}
-    for prefix in prefixes:
-        folder, stem = os.path.split(prefix)
-        for name in sorted(os.listdir(folder or ".")) if stem and os.path.isdir(folder or ".") else []:
-            if name.startswith(stem) and len(dumps) < 64:
-                with open(os.path.join(folder, name), "rb") as handle:
-                    dumps[name] = base64.b64encode(handle.read(16 << 20)).decode()
+    for path in sorted(wanted):  # this host's ranks' own dumps, written since they were asked for
+        if os.path.isfile(path) and os.path.getmtime(path) >= since:
+            with open(path, "rb") as handle:
+                dumps[os.path.basename(path)] = base64.b64encode(handle.read(16 << 20)).decode()
     print(json.dumps({"asked": asked, "dumps": dumps}), flush=True)
     return 0
 

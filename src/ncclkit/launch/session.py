@@ -27,8 +27,9 @@ from ncclkit.launch.watch import StallWatch
 
 # torchrun --tee 3 prefixes each rank's line with "[<role><local rank>]:".
 TEE_PREFIX = re.compile(r"^\[(?P<role>[A-Za-z_]*?)(?P<local>\d+)\]:(?P<text>.*)$")
+# torchrun's agent when a rank exits: "failed (exitcode: 1) local_rank: 0 (pid: 1747) of binary: ...".
+AGENT_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
 HOST_BASE = "~/.cache/ncclkit/launch"
-FR_ENTRIES = "2000"
 
 
 class LaunchInputError(ValueError):
@@ -100,11 +101,10 @@ class Launch:
     def job_env(self, host: LaunchHost) -> dict:
         base = f"{self.run_dir(host)}/fr"  # hostside expands ~/ on the host
         env = dict(host.env)
+        # The marker, and the pipe torch's NCCL watchdog reads to dump its Flight Recorder on demand;
+        # where the dumps go and how many entries they keep stay the profile's (nccl_profile).
         env.update({"NCCLKIT_LAUNCH_ID": self.id, "NCCLKIT_LAUNCH_HOST": host.name,
-                    "TORCH_NCCL_DEBUG_INFO_PIPE_FILE": f"{base}/pipe_rank_",
-                    "TORCH_FR_DUMP_TEMP_FILE": f"{base}/nccl_trace_rank_",
-                    "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": f"{base}/nccl_trace_rank_"})
-        env.setdefault("TORCH_NCCL_TRACE_BUFFER_SIZE", FR_ENTRIES)
+                    "TORCH_NCCL_DEBUG_INFO_PIPE_FILE": f"{base}/pipe_rank_"})
         return env
 
     # ---- the stages ----
@@ -281,6 +281,14 @@ class Launch:
             self.exceptions.add((host.name, rank if rank is not None else local), body)
         else:
             label, body = host.name, text
+            died = AGENT_FAILED.search(text)
+            if died and self.state["stop_reason"] is None:
+                # torchrun saw a rank exit: name it now, before torchrun's own report and exit.
+                local = int(died.group("local"))
+                self.echo(f"[{label}] {body}")
+                self.rank_failed(host, {"host": host.name, "rc": int(died.group("code")), "pid": died.group("pid"),
+                                        "rank": self.rank_of.get((host.name, local)), "line": text[:500]})
+                return
         self.echo(f"[{label}] {body}")
 
     def sample(self, host: LaunchHost, data: dict) -> None:
@@ -301,15 +309,19 @@ class Launch:
         self.timings[f"ended {host.name}"] = round(time.time() - self.t0, 3)
         self.logs[host.name].flush()
         if rc not in (0, None) and self.state["stop_reason"] is None:
-            self.mark("failure seen")
-            self.state["status"] = "failed"
-            result = verdict.diagnose(list(self.logs_paths()))
-            exceptions = {key: quote for key, quote in self.exceptions.last.items()}
-            named = verdict.failure_finding(result, {"host": host.name, "rc": rc}, exceptions, self.hosts_of_rank())
-            self.findings.insert(0, named)
-            self.mark("named")
-            self.echo(f"launch: NAMED: {named['code']} ({named.get('host')}, rank {named.get('rank')}): {named['cause']}")
-            self.stop_all(f"{host.name}'s launcher exited with code {rc}")
+            self.rank_failed(host, {"host": host.name, "rc": rc})
+
+    def rank_failed(self, host: LaunchHost, failed: dict) -> None:
+        """The first failure: name it through the diagnosis engine, then stop the job everywhere."""
+        self.mark("failure seen")
+        self.state["status"] = "failed"
+        result = verdict.diagnose(list(self.logs_paths()))
+        named = verdict.failure_finding(result, failed, dict(self.exceptions.last), self.hosts_of_rank())
+        self.findings.insert(0, named)
+        self.mark("named")
+        self.echo(f"launch: NAMED: {named['code']} ({named.get('host')}, rank {named.get('rank')}): {named['cause']}")
+        what = f"rank {failed['rank']}" if failed.get("rank") is not None else f"{host.name}'s launcher"
+        self.stop_all(f"{what} on {host.name} exited with code {failed['rc']}")
 
     def hosts_of_rank(self) -> dict:
         return {rank: host for (host, dummy), rank in self.rank_of.items()}

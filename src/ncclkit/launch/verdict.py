@@ -19,6 +19,7 @@ FIX_COLLECTIVE, FIX_FAILED = _root_cause.FIX_COLLECTIVE, _root_cause.FIX_FAILED
 # The last line of a Python traceback: "ValueError: bad batch", "torch.OutOfMemoryError: ...".
 EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning)|[A-Z]\w*Error)"
                             r"(?::\s*(?P<text>.*))?$")
+DEATH_CODES = ("rank_exception", "rank_failed", "rank_killed", "cuda_oom", "oom_killed")
 # torch.distributed's own prefix on a rank's traceback lines: "[rank1]: ValueError: ...".
 TORCH_RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s?")
 _STOPPED = {"T": "stopped (SIGSTOP, a debugger or Ctrl-Z)", "t": "stopped by a tracer",
@@ -84,22 +85,31 @@ def on_inventory_host(item: dict, hosts_of_rank: dict) -> dict:
 
 
 def failure_finding(result: dict | None, failed: dict, exceptions: dict, hosts_of_rank: dict) -> dict:
-    """The root cause of a rank's failure: the engine's first error, with the rank's own exception
-    quoted when the engine names a failed rank without it; else what launch saw itself."""
-    first = _first_error(result)
-    first = on_inventory_host(first, hosts_of_rank) if first else None
-    host, code = failed["host"], failed["rc"]
-    if first and first["code"] in ("rank_failed", "rank_killed"):
-        quote = exceptions.get((first.get("host"), first.get("rank"))) or _only(exceptions, first.get("host"))
-        if quote and quote not in first["cause"]:
+    """The root cause of a rank's failure. `failed`: {host, rc, rank?} of the launcher (or its line
+    `failed (exitcode: N) local_rank: L (pid: P)`) that reported it first: that rank's own death is the
+    root cause, and a peer that died afterwards of the lost connection (Gloo's "Connection closed by
+    peer") follows from it. The engine's finding for it wins, with the rank's exception quoted when the
+    engine names none; else launch's own."""
+    host, code, rank = failed["host"], failed["rc"], failed.get("rank")
+    deaths = [on_inventory_host(f, hosts_of_rank) for f in (result or {}).get("findings", [])
+              if f["severity"] == "error" and f["code"] in DEATH_CODES]
+    first = next((f for f in deaths if f.get("host") == host and (rank is None or f.get("rank") == rank)), None)
+    if first is None and rank is None:
+        first = _first_error(result)
+        first = on_inventory_host(first, hosts_of_rank) if first else None
+    quote = exceptions.get((host, rank)) if rank is not None else _only(exceptions, host)
+    if first:
+        first = dict(first, consequence_of=None)
+        quote = exceptions.get((first.get("host"), first.get("rank"))) or quote
+        if first["code"] in DEATH_CODES and quote and quote not in first["cause"]:
             first = dict(first, cause=f"{first['cause']}: {quote}")
         return first
-    if first:
-        return first
-    quote = _only(exceptions, host)
-    rank = next((rank for (where, rank) in exceptions if where == host), None)
-    return finding("rank_failed", "error", f"the launcher on {host} exited with code {code}"
-                   + (f"; rank {rank} raised {quote}" if quote else ""), FIX_FAILED, host=host, rank=rank)
+    if rank is None:
+        rank = next((r for (where, r) in exceptions if where == host), None)
+    pid = f" (pid {failed['pid']})" if failed.get("pid") else ""
+    return finding("rank_failed", "error", f"rank {rank if rank is not None else '?'} on {host}{pid} exited with code "
+                   f"{code}" + (f": {quote}" if quote else ""), FIX_FAILED, host=host, rank=rank,
+                   evidence=[failed["line"]] if failed.get("line") else [])
 
 
 def hang_finding(result: dict | None, stall: dict, hosts_of_rank: dict) -> dict:
