@@ -102,7 +102,8 @@ def test_rank_exception_named_and_everything_stopped(lab, tmp_path):
     rc, document, events = launch(lab, tmp_path, "--fail-rank", "1", "--fail-step", "2", "--steps", "40")
     assert rc == 1, document["verdict"]
     first = document["findings"][0]
-    assert (first["code"], first["host"], first["rank"]) in (("rank_failed", "node2", 1), ("rank_exception", "node2", 1))
+    assert (first["code"], first["host"], first["rank"]) in (("rank_failed", "node2", 1),
+                                                             ("rank_exception", "node2", 1))
     assert "ValueError: bad batch at step 2" in first["cause"]
     raised = events[(1, "raise")] - document["started_at"]
     exited = events[(1, "exit")] - document["started_at"]

@@ -91,7 +91,8 @@ def control_command(args: argparse.Namespace) -> int:
                 continue
             ended = f"launcher exited {host['rc']}" if host.get("rc") is not None else "launcher running"
             ranks = ", ".join(f"rank {r['rank']} pid {r['pid']} state {r['state']}" for r in host.get("ranks", []))
-            print(f"{name}: {ended}; {len(host.get('pids') or [])} process(es) of the job" + (f": {ranks}" if ranks else ""))
+            count = len(host.get("pids") or [])
+            print(f"{name}: {ended}; {count} process(es) of the job" + (f": {ranks}" if ranks else ""))
         print(f"{'stopped' if args.stop else 'status'}: {state['processes']} process(es) of the job left")
     if state["unreachable"]:
         return exitcodes.UNREACHABLE

@@ -38,8 +38,8 @@ def job_state(run: str, parent: Path, stop: bool = False, grace: float = 10.0) -
             host = LaunchHost.from_public(item)
             host.env = {}
             if stop:
-                hosts[host.name] = {"stop": _call(host, "stop", item["run_dir"],
-                                                  [document["launch_id"], host.name, f"{grace:g}"], control, grace + 30)}
+                args = [document["launch_id"], host.name, f"{grace:g}"]
+                hosts[host.name] = {"stop": _call(host, "stop", item["run_dir"], args, control, grace + 30)}
             hosts.setdefault(host.name, {}).update(_call(host, "status", item["run_dir"],
                                                          [document["launch_id"], host.name], control, 60))
         transport.close_masters([LaunchHost.from_public(item) for item in document["hosts"]], control)

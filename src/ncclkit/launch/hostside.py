@@ -45,7 +45,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 def environ(pid):
     try:
-        with open("/proc/{}/environ".format(pid), "rb") as handle:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
             items = handle.read(1 << 20).split(b"\0")
     except OSError:
         return None
@@ -66,7 +66,7 @@ def marked(launch_id, host):
 
 
 def cpu_ticks(pid, tid=None):
-    path = "/proc/{}/task/{}/stat".format(pid, tid) if tid else "/proc/{}/stat".format(pid)
+    path = f"/proc/{pid}/task/{tid}/stat" if tid else f"/proc/{pid}/stat"
     try:
         with open(path, "rb") as handle:
             raw = handle.read().decode("utf-8", "replace")
@@ -78,7 +78,7 @@ def cpu_ticks(pid, tid=None):
 
 def io_chars(pid):
     try:
-        with open("/proc/{}/io".format(pid)) as handle:
+        with open(f"/proc/{pid}/io") as handle:
             values = dict(line.split(":", 1) for line in handle if ":" in line)
         return int(values.get("read_bytes", 0)) + int(values.get("write_bytes", 0))
     except (OSError, ValueError):
@@ -117,7 +117,7 @@ def ranks(launch_id, host, stacks=False):
         item = {"rank": int(rank), "local_rank": int(env.get("LOCAL_RANK", "0") or 0), "pid": pid,
                 "world": int(world) if world.isdigit() else None,
                 "state": stat["state"], "comm": stat["comm"], "cpu": cpu_ticks(pid), "main_cpu": cpu_ticks(pid, pid),
-                "io": io_chars(pid), "wchan": forensics._read("/proc/{}/wchan".format(pid)) or "-"}
+                "io": io_chars(pid), "wchan": forensics._read(f"/proc/{pid}/wchan") or "-"}
         if stacks and stat["state"] not in ("T", "t", "Z", "X"):
             dump = forensics.py_spy(pid) if _has_py_spy() else []
             item["stack"] = main_thread(dump)
@@ -337,7 +337,7 @@ def main(argv):
         return clean(argv[1], argv[2])
     if mode == "dump":
         return dump(argv[2], argv[3], float(argv[4]))
-    sys.stderr.write("unknown mode {!r}\n".format(mode))
+    sys.stderr.write(f"unknown mode {mode!r}\n")
     return 2
 
 

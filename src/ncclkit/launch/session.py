@@ -4,6 +4,7 @@ for stalls, stopping everything, the record. `launch()` is the Python API; `nccl
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import queue
@@ -15,9 +16,9 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
 
 from ncclkit import exitcodes
 from ncclkit.inventory import InventoryError
@@ -143,7 +144,7 @@ class Launch:
         script = self.argv[0]
         results = self.parallel(lambda h: self.call(h, "probe", [self.cwd(h), script, h.launcher]), self.hosts)
         unreachable, missing = [], []
-        for host, (rc, data, err) in zip(self.hosts, results):
+        for host, (rc, data, err) in zip(self.hosts, results, strict=True):
             if rc == transport.UNREACHABLE_RC or (rc != 0 and not data):
                 unreachable.append(verdict.finding("host_unreachable", "error", f"{host.name}: unreachable: "
                                                    f"{(err.splitlines() or ['no answer'])[-1]}",
@@ -252,8 +253,9 @@ class Launch:
                     reconnects[host.name] += 1
                     if reconnects[host.name] > 3:
                         self.findings.append(verdict.finding(
-                            "host_unreachable", "error", f"{host.name}: the connection dropped {reconnects[host.name]} "
-                            "times; the job may still run there", f"ncclkit launch --status {self.folder}", host=host.name))
+                            "host_unreachable", "error", f"{host.name}: the connection dropped "
+                            f"{reconnects[host.name]} times; the job may still run there",
+                            f"ncclkit launch --status {self.folder}", host=host.name))
                         self.ended[host.name] = None
                     else:
                         self.echo(f"launch: the connection to {host.name} dropped; reconnecting")
@@ -355,9 +357,8 @@ class Launch:
     def collect_dumps(self) -> None:
         """Flight Recorder dumps of NCCL process groups, asked for through the pipe file launch set."""
         gpu_hosts = [host for host in self.hosts if self.gpu.get(host.name) and host.name not in self.ended]
-        for host, (rc, data, dummy) in zip(gpu_hosts, self.parallel(lambda h: self.call(h, "dump", ["5"]), gpu_hosts)):
-            import base64
-
+        answers = self.parallel(lambda h: self.call(h, "dump", ["5"]), gpu_hosts)
+        for host, (dummy, data, dummy) in zip(gpu_hosts, answers, strict=True):
             for name, body in (data.get("dumps") or {}).items():
                 (self.folder / "fr").mkdir(mode=0o700, exist_ok=True)
                 with record.private_file(self.folder / "fr" / f"{host.name}-{os.path.basename(name)}", "wb") as out:
@@ -366,9 +367,9 @@ class Launch:
     def stop_all(self, reason: str) -> None:
         self.state["stop_reason"] = reason
         self.mark("stop asked")
-        live = [host for host in self.hosts]
-        for host, (rc, data, err) in zip(live, self.parallel(
-                lambda h: self.call(h, "stop", [self.id, h.name, f"{self.grace:g}"], timeout=self.grace + 30), live)):
+        answers = self.parallel(lambda h: self.call(h, "stop", [self.id, h.name, f"{self.grace:g}"],
+                                                    timeout=self.grace + 30), self.hosts)
+        for host, (rc, data, err) in zip(self.hosts, answers, strict=True):
             self.stopped[host.name] = data or {"error": err[-300:], "rc": rc}
         self.mark("stopped")
         left = {name: data.get("left") for name, data in self.stopped.items() if data.get("left")}
@@ -394,7 +395,7 @@ class Launch:
             started = [host for host in self.hosts if "wrapper" in self.pids[host.name]]
             results = self.parallel(lambda h: self.call(h, "stop", [self.id, h.name, f"{self.grace:g}"],
                                                         timeout=self.grace + 30), started)
-            for host, (rc, data, err) in zip(started, results):
+            for host, (dummy, data, dummy) in zip(started, results, strict=True):
                 self.stopped[host.name] = data
                 if data.get("found"):
                     self.findings.append(verdict.finding(
@@ -457,7 +458,8 @@ class Launch:
         return f"{status.upper()}: {self.state['stop_reason'] or 'see the findings'}"
 
     def document(self) -> dict:
-        ranks = {name: {rank: pid for rank, pid in pids.items() if rank != "wrapper"} for name, pids in self.pids.items()}
+        ranks = {name: {rank: pid for rank, pid in pids.items() if rank != "wrapper"}
+                 for name, pids in self.pids.items()}
         return {
             "launch_id": self.id, "folder": str(self.folder), "status": self.state["status"],
             "exit_code": self.exit_code(), "verdict": self.verdict_line(), "stop_reason": self.state["stop_reason"],
