@@ -283,6 +283,7 @@ class Launch:
             self.exceptions.add((host.name, rank if rank is not None else local), body)
         else:
             label, body = host.name, text
+            self.exceptions.add((host.name, None), text)
             died = AGENT_FAILED.search(text)
             if died and self.state["stop_reason"] is None:
                 # torchrun saw a rank exit: name it now, before torchrun's own report and exit.

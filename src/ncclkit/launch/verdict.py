@@ -19,6 +19,7 @@ FIX_COLLECTIVE, FIX_FAILED = _root_cause.FIX_COLLECTIVE, _root_cause.FIX_FAILED
 # The last line of a Python traceback: "ValueError: bad batch", "torch.OutOfMemoryError: ...".
 EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning)|[A-Z]\w*Error)"
                             r"(?::\s*(?P<text>.*))?$")
+LAUNCHER_EXCEPTIONS = ("torch.distributed.elastic.", "SignalException", "ChildFailedError")
 DEATH_CODES = ("rank_exception", "rank_failed", "rank_killed", "cuda_oom", "oom_killed")
 # torch.distributed's own prefix on a rank's traceback lines: "[rank1]: ValueError: ...".
 TORCH_RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s?")
@@ -39,7 +40,9 @@ class TracebackTracker:
             self.inside[key] = True
         elif self.inside.get(key) and text and not text[0].isspace():
             match = EXCEPTION_LINE.match(text.strip())
-            if match:
+            if match and match.group("type").startswith(LAUNCHER_EXCEPTIONS):
+                self.inside[key] = False  # torchrun's own report of the failure, not the rank's cause
+            elif match:
                 self.last[key] = text.strip()[:500]
                 self.inside[key] = False
             elif not text.startswith(("During handling", "The above exception")):
@@ -139,5 +142,6 @@ def _first_error(result: dict | None) -> dict | None:
 
 
 def _only(exceptions: dict, host) -> str | None:
-    quotes = [quote for (where, dummy), quote in exceptions.items() if where == host]
-    return quotes[0] if quotes else None
+    """The exception a rank of `host` raised (one seen in a rank's own prefixed lines first)."""
+    quotes = sorted((rank is None, quote) for (where, rank), quote in exceptions.items() if where == host)
+    return quotes[0][1] if quotes else None
