@@ -33,6 +33,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO_ROOT / "src"), str(REPO_ROOT / "tests")]
 
 from lab_indices import LAB_INDICES  # noqa: E402
+
 from ncclkit.lab import Lab  # noqa: E402
 
 INDICES = LAB_INDICES["benchmarks/launch_goals.py (as docs/benchmarks.md runs it: 2 and 16 nodes)"]
