@@ -471,6 +471,8 @@ class Launch:
                            ranks=ranks[host.name], stopped=self.stopped.get(host.name), gpu=self.gpu.get(host.name))
                       for host in self.hosts],
             "timings_s": self.timings, "findings": self.findings,
+            # What every rank did at the last sample (state, main-thread stack): the end, or the stall.
+            "last_samples": self.samples,
         }
 
 

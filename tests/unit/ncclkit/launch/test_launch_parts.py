@@ -80,6 +80,15 @@ def test_watch_counts_storage_io_and_moving_stacks_as_progress():
         assert watch.stalled(t) is None, t
 
 
+def test_watch_a_spinning_rank_with_its_stack_put_does_not_move():
+    watch = StallWatch(stall_after=6)
+    for t in range(0, 20, 2):  # rank 0's CUDA call spins behind a waiting NCCL kernel (user code frame)
+        watch.add("n1", sample(t, (0, {"state": "R", "stack": ["mse_loss (train.py:9)"], "main_cpu": 200 * t})))
+        watch.add("n2", sample(t, (1, {"state": "T", "main_cpu": 3})))
+    stall = watch.stalled(18)
+    assert stall and stall["suspects"][0]["rank"] == 1
+
+
 def test_in_collective_reads_py_spy_frames():
     assert in_collective(WAIT)
     assert not in_collective(["training_step (train.py:40)", "run (loop.py:3)"])
