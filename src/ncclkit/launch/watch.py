@@ -5,8 +5,8 @@ A rank moves between two samples when it is not stopped (T, t, Z) and its main t
 changed, or it read or wrote storage (a checkpoint), or, with no stack to compare, its main thread
 used CPU. A rank whose stack stays put does not move whatever its CPU: NCCL's wait, and a CUDA call
 queued behind an NCCL kernel that waits, spin. The job stalls when no rank moved for `stall_after`
-seconds after every rank joined; the suspects are the ranks that are stopped, else those outside a collective while others
-wait in one.
+seconds after every rank joined; the suspects are the ranks that are stopped, else those outside a
+collective while others wait in one.
 """
 
 from __future__ import annotations
