@@ -43,7 +43,7 @@ def main() -> int:
         events = out / f"{name}-events.txt"
         log = (out / f"{name}-stream.txt").open("w")
         session = Launch(hosts, [job, "--gpu", "--steps", "60", "--workers", "2", "--events", str(events), *args],
-                         stall_after=STALL_AFTER, timeout=240, stop_on_hang=True, check=False, chdir=str(root),
+                         stall_after=STALL_AFTER, timeout=150, stop_on_hang=True, check=False, chdir=str(root),
                          report_parent=out / name, echo=lambda line, log=log: print(line, file=log, flush=True))
         document = session.run()
         log.close()

@@ -35,18 +35,20 @@ class TracebackTracker:
         self.last: dict = {}
 
     def add(self, key, text: str) -> None:
+        prefixed = TORCH_RANK_PREFIX.match(text)
         text = TORCH_RANK_PREFIX.sub("", text, count=1)
         if text.startswith("Traceback (most recent call last):"):
-            self.inside[key] = True
-        elif self.inside.get(key) and text and not text[0].isspace():
-            match = EXCEPTION_LINE.match(text.strip())
-            if match and match.group("type").startswith(LAUNCHER_EXCEPTIONS):
-                self.inside[key] = False  # torchrun's own report of the failure, not the rank's cause
-            elif match:
-                self.last[key] = text.strip()[:500]
-                self.inside[key] = False
-            elif not text.startswith(("During handling", "The above exception")):
-                self.inside[key] = False
+            self.inside[key] = "prefixed" if prefixed else "plain"
+            return
+        mode = self.inside.get(key)
+        if not mode or (mode == "prefixed" and not prefixed) or not text or text[0].isspace():
+            return  # the rank's other stream (stdout) interleaves with the traceback on stderr
+        match = EXCEPTION_LINE.match(text.strip())
+        if match and match.group("type").startswith(LAUNCHER_EXCEPTIONS):
+            self.inside[key] = None  # torchrun's own report of the failure, not the rank's cause
+        elif match:
+            self.last[key] = text.strip()[:500]
+            self.inside[key] = None
 
 
 def forensics_lines(samples: dict, stall: dict | None) -> list[str]:

@@ -97,6 +97,7 @@ def test_in_collective_reads_py_spy_frames():
 def test_failure_finding_quotes_the_failing_ranks_exception_and_maps_the_host():
     tracker = verdict.TracebackTracker()
     for line in ("[rank1]: Traceback (most recent call last):", "[rank1]:   File \"t.py\", line 3, in f",
+                 "launch-job rank=1 event=raise",  # stdout, interleaved (seen on an H100)
                  "[rank1]: ValueError: bad batch at step 2"):
         tracker.add(("node2", 1), line)
     engine = {"findings": [
