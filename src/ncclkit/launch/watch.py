@@ -16,16 +16,20 @@ from dataclasses import dataclass, field
 STOPPED = ("T", "t", "Z", "X")
 # Where a rank's main thread waits for its peers (file parts and function names of py-spy frames).
 WAIT_FILES = ("torch/distributed/", "torch/cuda/streams.py", "torch/cuda/__init__.py")
-WAIT_FUNCTIONS = ("barrier", "all_reduce", "allreduce", "all_gather", "broadcast", "reduce_scatter", "wait",
-                  "synchronize", "_engine_run_backward", "all_to_all", "gather", "scatter", "recv", "send")
+# Function names (any part, any case) that wait for the other ranks, such as Lightning's
+# `_broadcast_sigterm_tensor` around torch's broadcast (seen on an H100), and exact ones.
+WAIT_PARTS = ("barrier", "all_reduce", "allreduce", "all_gather", "allgather", "broadcast", "reduce_scatter",
+              "synchronize", "all_to_all", "_engine_run_backward")
+WAIT_FUNCTIONS = ("wait", "gather", "scatter", "recv", "send")
 
 
 def in_collective(stack: list[str]) -> bool:
     """Whether py-spy's main-thread frames (innermost first) show a wait for the other ranks."""
     for frame in stack[:12]:
-        function = frame.split(" (", 1)[0].strip()
+        function = frame.split(" (", 1)[0].strip().rsplit(".", 1)[-1]
         where = frame.rsplit("(", 1)[-1]
-        if any(part in where for part in WAIT_FILES) or function in WAIT_FUNCTIONS:
+        if (any(part in where for part in WAIT_FILES) or function in WAIT_FUNCTIONS
+                or any(part in function.lower() for part in WAIT_PARTS)):
             return True
     return False
 

@@ -92,6 +92,8 @@ def test_watch_a_spinning_rank_with_its_stack_put_does_not_move():
 def test_in_collective_reads_py_spy_frames():
     assert in_collective(WAIT)
     assert not in_collective(["training_step (train.py:40)", "run (loop.py:3)"])
+    assert in_collective(["_TrainingEpochLoop._broadcast_sigterm_tensor (lightning/pytorch/loops/"
+                          "training_epoch_loop.py:261)"])
 
 
 def test_failure_finding_quotes_the_failing_ranks_exception_and_maps_the_host():
