@@ -168,3 +168,16 @@ def test_host_side_starts_marked_and_stops_every_process_double_fork_included(tm
         time.sleep(0.1)
     assert Path(run_dir, "rc").read_text().strip() == str(128 + 15)   # ended by TERM
     assert host_side("clean", run_dir, "launchid")["removed"] == run_dir and not Path(run_dir).exists()
+
+
+def test_the_recorded_h100_stall_is_named_by_the_diagnosis_engine(tmp_path):
+    """The forensics launch wrote for a SIGSTOPped rank over NCCL (tests/samples/launch-h100-2host-nccl.json),
+    read again by the engine `ncclkit diagnose` uses: rank 1 on sim2, stopped, and RAS agrees."""
+    from conftest import SAMPLES
+
+    recorded = json.loads((SAMPLES / "launch-h100-2host-nccl.json").read_text())["scenarios"]["sigstop"]
+    (tmp_path / "forensics.log").write_text("\n".join(recorded["forensics_log"]) + "\n")
+    stall = {"seconds": 20.2, "waiting": [0], "suspects": []}
+    named = verdict.hang_finding(verdict.diagnose([tmp_path / "forensics.log"]), stall, {0: "sim1", 1: "sim2"})
+    assert (named["code"], named["rank"], named["host"]) == ("hang_in_collective", 1, "sim2")
+    assert "stopped" in named["cause"] and "RAS" in named["cause"]
