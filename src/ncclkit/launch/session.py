@@ -67,6 +67,7 @@ class Launch:
         self.pids: dict[str, dict] = {host.name: {} for host in hosts}
         self.gpu: dict[str, bool] = {}
         self.stall_reported: dict | None = None
+        self.need_py_spy: list[LaunchHost] = []
 
     # ---- helpers ----
     def mark(self, name: str) -> float:
@@ -115,6 +116,8 @@ class Launch:
             if not self.prepare():
                 return self.finish()
             self.start()
+            # py-spy only serves the watch: copied after the start, in parallel, off the start's path.
+            threading.Thread(target=self.parallel, args=(self.put_py_spy, self.need_py_spy), daemon=True).start()
             self.follow_loop()
         except KeyboardInterrupt:
             self.echo("launch: interrupted: stopping the job on every host")
@@ -154,7 +157,7 @@ class Launch:
             self.gpu[host.name] = bool(data.get("gpu"))
             missing += precheck.probe_findings(host.name, data, script, host.launcher, self.cwd(host))
             if not data.get("py_spy"):
-                self.put_py_spy(host)
+                self.need_py_spy.append(host)
         if unreachable:
             return self.refuse("unreachable", unreachable)
         if missing:
