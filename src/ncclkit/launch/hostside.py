@@ -302,8 +302,8 @@ def clean(run_dir, launch_id):
 
 
 def probe(run_dir, cwd, script, launcher):
-    """What launch needs on this host, before anything starts."""
-    os.makedirs(run_dir, mode=0o700, exist_ok=True)
+    """What launch needs on this host, before anything starts (it writes nothing: a refused launch
+    leaves no trace on the host)."""
     path = script if os.path.isabs(script) else os.path.join(cwd, script)
     py_spy = forensics.shutil.which("py-spy")
     print(json.dumps({"script": os.path.isfile(path), "cwd": os.path.isdir(cwd),

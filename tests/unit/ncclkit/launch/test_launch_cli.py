@@ -77,8 +77,10 @@ def test_a_rank_that_fails_is_1_with_its_exception_quoted(tmp_path):
 
 
 def test_a_missing_script_refuses_the_launch_with_1(tmp_path):
-    done = ncclkit(tmp_path, "launch", "-i", str(inventory(tmp_path)), "--no-check", "--", "missing.py")
-    assert done.returncode == 1 and "launch_script_missing" in done.stdout
+    done = ncclkit(tmp_path, "launch", "-i", str(inventory(tmp_path)), "--no-check", "--json", "--", "missing.py")
+    document = json.loads(done.stdout)
+    assert done.returncode == 1 and document["findings"][0]["code"] == "launch_script_missing"
+    assert not Path(os.path.expanduser(f"~/.cache/ncclkit/launch/{document['launch_id']}")).exists()
 
 
 def test_an_unreachable_host_is_4(tmp_path):
