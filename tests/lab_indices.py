@@ -26,6 +26,8 @@ LAB_INDICES: dict[str, tuple[int, ...]] = {
     "benchmarks/find_slow.py (as docs/benchmarks.md runs it: 4 and 8 nodes)": (46, 47),
     "tests/roles/nccl_validate/test_validate_role.py": (60,),
     "tests/roles/nccl_validate/test_gates_lab.py": (36,),
+    "tests/lab/test_launch_lab.py": (71,),
+    "benchmarks/launch_goals.py (as docs/benchmarks.md runs it: 2 and 16 nodes)": (72, 73),
     "tests/roles/nccl_tests/test_nccl_tests_lab.py": (80,),
     "tests/lab/test_lab_cluster.py": (90,),
     "tests/lab/test_lab_lifecycle.py": (91,),

@@ -23,7 +23,7 @@ from ncclkit.paths import CollectionNotFound, collection_version, use_collection
 
 # Modules with register(subparsers); imported when the parser is built.
 SUBCOMMANDS = ("ncclkit.commands.lab", "ncclkit.commands.run", "ncclkit.commands.report", "ncclkit.commands.check",
-               "ncclkit.commands.diagnose", "ncclkit.commands.parse")
+               "ncclkit.commands.diagnose", "ncclkit.commands.parse", "ncclkit.commands.launch")
 
 
 def build_parser() -> argparse.ArgumentParser:
