@@ -14,6 +14,7 @@ import signal
 from typing import Dict, List, Optional
 
 from .ras import RasText
+from .timeline import parse_stamp
 
 # "ncclCommInitRankConfig comm 0x.. rank 1 nranks 2 ..." (2.19+), "comm 0x.. rank 1 nranks 2 cudaDev 0
 # busId 60 - Init COMPLETE" (2.12+), "comm 0x.. rank 1 nRanks 2 nNodes 2 ..." (2.18+).
@@ -27,7 +28,7 @@ _SRUN = re.compile(r"srun: error: (?P<node>[\w.\-]+): tasks? (?P<rank>\d+)(?:[-,
 # torchrun's agent: "failed (exitcode: -9) local_rank: 0 (pid: 1747) of binary: ..."
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
 # torchrun's ChildFailedError report: "  host      : node1", "  rank      : 1 (local_rank: 0)", ...
-_CHILD_FIELD = re.compile(r"^\s*(?P<key>host|rank|exitcode|traceback)\s*: (?P<value>.*\S)")
+_CHILD_FIELD = re.compile(r"^\s*(?P<key>host|rank|exitcode|traceback|time)\s*: (?P<value>.*\S)")
 _CHILD_BLOCK = re.compile(r"^\s*\[\d+\]:\s*$")
 _REPORT_ROOT = "Root Cause (first observed failure)"
 # The kernel's OOM killer: "Out of memory: Killed process 1747 (python3) ..." (also "Memory cgroup out
@@ -35,8 +36,8 @@ _REPORT_ROOT = "Root Cause (first observed failure)"
 _OOM = re.compile(r"[Oo]ut of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)"
                   r"|oom-kill:.*\btask=(?P<comm2>[^,]*),pid=(?P<pid2>\d+)")
 # torch's watchdog: "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=49, OpType=ALLREDUCE"
-_WATCHDOG = re.compile(r"(?:\[Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: "
-                       r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)")
+_WATCHDOG = re.compile(r"(?:\bRank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: "
+                       r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel>-?\d+))?")
 _TORCH_LABEL_RANK = re.compile(r"^rank(?P<rank>\d+)$")
 # The distributed start as torch and Lightning announce it, before any communicator exists.
 _RENDEZVOUS_START = re.compile(
@@ -80,10 +81,12 @@ class JobEvidence:
         self.ras = RasText()
         self._child: Optional[dict] = None        # the ChildFailedError failure being read
         self._in_report = False
+        self._line_host = None
 
     def add(self, line, origin) -> None:
-        """line: diagnosis.lines.Line; origin: a callable giving {evidence, source, line} on demand."""
+        """line: diagnosis.lines.Line; origin: a callable giving {evidence, source, line, time} on demand."""
         text = line.text
+        self._line_host = line.host
         if line.level:
             # NCCL's own line: it carries ranks and init, never a launcher's or torch's message.
             self._nccl(line, origin)
@@ -156,7 +159,7 @@ class JobEvidence:
             death.update(pid=groups["pid"], **({"signal": -code} if code < 0 else {"exitcode": code}))
         else:
             death.update(pid=groups["pid"] or groups["pid2"], signal=9, oom=True,
-                         comm=groups["comm"] or groups["comm2"])
+                         comm=groups["comm"] or groups["comm2"], oom_host=self._line_host)
         self.deaths.append(death)
 
     def _child_block(self, text, origin) -> None:
@@ -194,6 +197,8 @@ class JobEvidence:
         if not code:
             return
         death = {"how": "torchrun", "origin": child["origin"], "host": child.get("host")}
+        if child.get("time") and child["origin"] is not None:
+            death["origin"] = dict(child["origin"], time=parse_stamp(child["time"]))
         if rank:
             death["rank"] = int(rank.group())
         if pid:
@@ -210,8 +215,10 @@ class JobEvidence:
         if rank is None and line.label:
             label = _TORCH_LABEL_RANK.match(line.label)
             rank = label.group("rank") if label else None
+        numel = match.group("numel")
         self.timeouts.append({"rank": int(rank) if rank is not None else None, "host": line.host,
-                              "seq": int(match.group("seq")), "op": match.group("op"), "origin": origin()})
+                              "seq": int(match.group("seq")), "op": match.group("op"),
+                              "numel_in": int(numel) if numel is not None else None, "origin": origin()})
 
     def _forensic(self, text, origin) -> None:
         if _FORENSICS_RAS in text:
@@ -222,6 +229,12 @@ class JobEvidence:
             self.forensics.append({"rank": int(match.group("rank")), "host": match.group("host"),
                                    "pid": match.group("pid"), "state": match.group("state"),
                                    "wchan": match.group("wchan") or "-", "origin": origin()})
+
+    def report_rank(self) -> Optional[int]:
+        """The rank of the torchrun error report being read (its traceback is that rank's), else None."""
+        child = self._child if self._in_report else None
+        match = re.match(r"\d+", (child or {}).get("rank", ""))
+        return int(match.group()) if match else None
 
     def finish(self) -> None:
         self._flush_child()

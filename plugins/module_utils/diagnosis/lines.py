@@ -24,16 +24,35 @@ MAX_LINE = 8192
 _BINARY_SAMPLE = 64 * 1024
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# Launcher labels, possibly several ("[80746] [rank0]:"); the most specific one names the process.
-# Colour codes whose escape character was lost on the way ("[0m ") are dropped the same way.
+# What may stand before the text a program wrote, possibly several in a row: launcher labels
+# (mpirun --tag-output "[1,0]<stdout>:", torchrun "[rank0]:" and "[default0]:", MPICH "[0] ", Ray
+# "(RayTrainWorker pid=812, ip=10.0.0.2)", kubectl --prefix "[pod/x/c]"), timestamps (NCCL's
+# "[2025-10-16 22:16:08]", ISO-8601 ones of log collectors with their "|" columns and CRI's "stdout F",
+# syslog's "Dec  5 04:47:09 host kernel:", dmesg's "[ 123.456]"), and colour codes whose escape
+# character was lost on the way ("[0m ").
+_STAMP = r"\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?: ?(?:Z|[+-]\d\d:?\d\d|UTC))?"
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _LABEL = re.compile(
-    r"\s*(?:\[(?P<mpi>\d+,\d+)\]<(?:stdout|stderr)>:|\[(?P<torch>rank\d+)\]:|\[(?P<idx>\d+)\] |"
-    r"\[(?P<colour>[0-9;]*)m)")
+    r"\s*(?:\[(?P<mpi>\d+,\d+)\]<(?:stdout|stderr)>: ?|\[(?P<torch>rank\d+)\]: ?|\[(?P<default>default\d+)\]: ?"
+    r"|\[(?P<idx>\d+)\] |\[(?P<colour>[0-9;]*)m ?"
+    r"|\[(?P<bstamp>" + _STAMP + r")\] ?"
+    r"|(?P<stamp>" + _STAMP + r")(?: *\| *| +(?:stdout|stderr) [FP] | +)"
+    r"|\| +"
+    r"|\((?:\w+ )?pid=(?P<ray>\d+)(?:, ip=(?P<rayip>[\d.]+))?\) "
+    r"|\[(?P<kube>pod/[^\]\s]+)\] "
+    r"|\[ *\d+\.\d+\] "
+    r"|(?P<syslog>(?:" + "|".join(_MONTHS) + r") [ \d]\d \d\d:\d\d:\d\d) (?P<sysloghost>[\w.\-]+) "
+    r"[\w./\-]+(?:\[\d+\])?: )")
+# A line that may carry such a prefix starts with one of these (or with a month's name).
+_PREFIX_STARTS = frozenset("[ \t(|0123456789")
 # "host:pid:tid [dev] [seconds] [file.cc:123] NCCL LEVEL message" (2.12 to 2.30; TRACE adds seconds).
 # The look-behind lets a match start only where a host name can start, which keeps it linear.
 NCCL_LINE = re.compile(
     r"(?<![\w.\-<>])(?P<host>[\w.\-<>]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] "
     r"(?:\d+\.\d+ )?(?:(?P<where>\S+:\d+) )?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<msg>.*)")
+# The same without the "host:pid:tid [dev]" prefix (NCCL_DEBUG_FILE or a launcher that cut it, Kubeflow's
+# "[3] include/shm.h:28 NCCL WARN ..."): the level and message only.
+NCCL_BARE = re.compile(r"(?:^|(?<=\s))(?:(?P<where>\S+:\d+) )?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<msg>.*)")
 _NNODES = re.compile(r"\bnNodes (?P<n>\d+)")
 # The name only: the value is the rest of the line, trimmed in Python (a lazy ".*?" before "\.?\s*$"
 # backtracks over every run of spaces, quadratic on a long line).
@@ -58,6 +77,7 @@ class Line(NamedTuple):
     host: Optional[str]   # host from the NCCL prefix, if the line has one
     level: Optional[str]  # NCCL level: INFO, WARN, TRACE, ABORT
     msg: str              # NCCL message after the prefix, else the text
+    stamp: Optional[str] = None  # the timestamp a prefix carried (diagnosis.timeline reads it)
 
 
 def decode(data, source: str, max_bytes: int = MAX_BYTES) -> Tuple[str, List[str]]:
@@ -196,30 +216,48 @@ def split_lines(text: str):
 
 def parse_line(number: int, raw: str) -> Line:
     text = ANSI.sub("", raw) if "\x1b" in raw else raw
-    label, text = _strip_labels(text) if text[:1] in ("[", " ", "\t") else (None, text)
+    label = stamp = syslog_host = None
+    if text[:1] in _PREFIX_STARTS or (text[:3] in _MONTHS and text[3:4] == " "):
+        label, stamp, syslog_host, text = _strip_prefixes(text)
     # Most NCCL lines start with their prefix: an anchored match is the fast path.
     match = (NCCL_LINE.match(text) or NCCL_LINE.search(text)) if "NCCL" in text else None
     if match:
         host, level, msg = match.group("host", "level", "msg")
-        return Line(number, text, label, host, level, msg.strip())
+        return Line(number, text, label, host, level, msg.strip(), stamp)
+    match = NCCL_BARE.search(text) if "NCCL " in text else None
+    if match:
+        return Line(number, text, label, syslog_host, match.group("level"), match.group("msg").strip(), stamp)
     match = TEST_FAILURE.search(text) if "Test " in text else None
-    return Line(number, text, label, match.group("host") if match else None, None, text.strip())
+    host = match.group("host") if match else syslog_host
+    return Line(number, text, label, host, None, text.strip(), stamp)
 
 
-def _strip_labels(text: str) -> Tuple[Optional[str], str]:
+_LABEL_KINDS = ("mpi", "torch", "default", "ray", "kube", "idx")  # the most specific first; not "colour"
+
+
+def _strip_prefixes(text: str) -> Tuple[Optional[str], Optional[str], Optional[str], str]:
+    """(label, timestamp, syslog host, the text after every prefix)."""
     found = {}
     while True:
         match = _LABEL.match(text)
-        if not match:
+        if not match or not match.end():
             break
         for kind, value in match.groupdict().items():
             if value is not None:
                 found.setdefault(kind, value)
         text = text[match.end():]
-    for kind in ("mpi", "torch", "idx"):  # not "colour"
-        if kind in found:
-            return found[kind], text
-    return None, text
+    if not found:
+        return None, None, None, text
+    label = next((found[kind] for kind in _LABEL_KINDS if kind in found), None)
+    if label is not None and "ray" in found and label == found["ray"]:
+        label = "pid=" + label  # a Ray worker names its process
+    stamp = f"[{found['bstamp']}]" if "bstamp" in found else found.get("stamp") or found.get("syslog")
+    return label, stamp, found.get("sysloghost"), text
+
+
+def _strip_labels(text: str) -> Tuple[Optional[str], str]:
+    label, dummy, dummy, text = _strip_prefixes(text)
+    return label, text
 
 
 # ---- facts carried by single lines ----

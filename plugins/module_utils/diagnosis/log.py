@@ -25,13 +25,21 @@ NCCL RAS JSON reports (diagnosis.ras); they add evidence about hangs but no line
 
 from __future__ import annotations
 
+import gzip
 import os
+import re
+import zlib
 from typing import Dict, List, Optional
 
+from .compare import CUDA_VERSION, TORCH_VERSION, runtime_findings, setting_findings
+from .exceptions import Tracebacks
 from .root_cause import judge, verdict
+from .stages import Stages
+from .timeline import line_time
 from .rules import (
     match_line,
     nccl_warning,
+    is_virtual,
     nic_findings,
     parse_networks,
     sort_key,
@@ -65,6 +73,9 @@ TRANSPORTS = ("any", "socket", "ib", "efa")
 UNKNOWN_HOST = "unknown"
 _EVIDENCE_CHARS = 500
 _MEANINGS = 8192  # distinct NCCL messages remembered at once
+_COMM_RANK = re.compile(r"\bcomm \S+ rank (?P<rank>\d+) n[Rr]anks \d+")
+_LABEL_RANK = re.compile(r"^(?:rank|\d+,)?(?P<rank>\d+)$")
+_FILE_RANK = re.compile(r"(?:^|[^a-z])rank[_\-.]?(?P<rank>\d+)(?!\d)", re.I)
 
 
 def read_nccl_log(data, cluster_cidr=None, cluster_ips=None, expected_transport: str = "any",
@@ -141,6 +152,10 @@ def _read_stream(log, source: str, path, budget: list) -> None:
         raise NcclLogError(f"{source}: cannot read: {getattr(error, 'strerror', None) or error}{READ_FIX}") from None
     reader = StreamReader(handle, source, budget[0])
     try:
+        if reader.head()[:2] == _GZIP_MAGIC:
+            # A compressed log (logrotate's .gz): the same lines, decompressed as they are read.
+            unzipped = gzip.GzipFile(fileobj=_Replay(reader.head(), handle), mode="rb")
+            reader = StreamReader(unzipped, source, budget[0])
         if reader.empty():
             log.empty.append(source)
             return
@@ -153,12 +168,29 @@ def _read_stream(log, source: str, path, budget: list) -> None:
             for line in reader.lines():
                 log.add(source, line)
         log.notes.extend(reader.notes)
-    except OSError as error:
-        raise NcclLogError(f"{source}: cannot read: {error.strerror or error}{READ_FIX}") from None
+    except (OSError, EOFError, zlib.error) as error:
+        raise NcclLogError(f"{source}: cannot read: {getattr(error, 'strerror', None) or error}{READ_FIX}") from None
     finally:
         budget[0] -= reader.size
         if handle is not path:
             handle.close()
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class _Replay:
+    """A binary stream whose first bytes were already read: gives them again, then the rest."""
+
+    def __init__(self, head: bytes, handle):
+        self.head, self.handle = head, handle
+
+    def read(self, count: int = -1) -> bytes:
+        if self.head:
+            data, self.head = (self.head, b"") if count < 0 or count >= len(self.head) else \
+                (self.head[:count], self.head[count:])
+            return data
+        return self.handle.read(count)
 
 
 def _looks_like_ras_json(text: str) -> bool:
@@ -191,6 +223,12 @@ class _Log:
         self.ras_problems: List[dict] = []
         self.empty: List[str] = []  # files with nothing but whitespace
         self.meanings: Dict[tuple, list] = {}  # (level, NCCL message) -> its findings
+        self.tracebacks = Tracebacks()
+        self.last_line = None
+        self.stages = Stages()
+        self.source_ranks: Dict[str, set] = {}  # source -> up to two ranks its lines name (one file per rank)
+        self.runtime: Dict[str, Dict[str, dict]] = {"torch": {}, "CUDA": {}}  # what -> {host or label: {v: origin}}
+        self.env_origins: Dict[tuple, dict] = {}  # (host, NCCL_* name) -> origin of the line that set it
 
     def add_dump(self, source: str, data: bytes) -> None:
         try:
@@ -213,7 +251,10 @@ class _Log:
 
     def add(self, source: str, line: Line) -> None:
         self.lines += 1
-        self.job.add(line, lambda: _origin(line, source))
+        origin = lambda: _origin(line, source)  # noqa: E731 (built only for the few lines that matter)
+        self.job.add(line, origin)
+        self.stages.add(line, origin)
+        self.last_line = (line, source)
         host = line.host
         if host:
             if line.label:
@@ -228,6 +269,36 @@ class _Log:
         else:
             self._loose_facts(line, source)
         self._findings(line, source)
+        if not line.level:
+            self._own_error(line, source)
+            if "ersion" in line.text or "torch==" in line.text:
+                self._runtime(line, source)
+
+    def _own_error(self, line: Line, source: str) -> None:
+        found = self.tracebacks.feed(line, source)
+        if found is None:
+            return
+        rank = self.job.report_rank()
+        key = (found["code"], line.host, line.label, source, found["exception"])
+        if key in self.pending:
+            self.pending[key]["count"] += 1
+        else:
+            self.pending[key] = dict(found, count=1, _rank=rank, **_origin(line, source))
+
+    def _runtime(self, line: Line, source: str) -> None:
+        text = line.text
+        where = line.host or f"label:{line.label}" if line.label else line.host or f"source:{source}"
+        for what, pattern in (("torch", TORCH_VERSION), ("CUDA", CUDA_VERSION)):
+            if what == "torch" and "orch" not in text:
+                continue
+            if what == "CUDA" and "CUDA" not in text and "+cuda" not in text and ".cuda" not in text:
+                continue
+            match = pattern.search(text)
+            if match:
+                version = next(v for v in match.groups() if v)
+                seen = self.runtime[what].setdefault(where, {})
+                if version not in seen and len(seen) < 4:
+                    seen[version] = _origin(line, source)
 
     def _host(self, name: str) -> dict:
         if name not in self.hosts:
@@ -256,9 +327,18 @@ class _Log:
             host["ofi"].append(provider)
         if version and version not in host["versions"]:
             host["versions"][version] = _origin(line, source)
+            if "+cuda" in version:
+                self.runtime["CUDA"].setdefault(line.host, {}).setdefault(version.split("+cuda", 1)[1],
+                                                                          _origin(line, source))
         if setting:
             host["env"][setting[0]] = setting[1]
+            self.env_origins.setdefault((line.host, setting[0]), _origin(line, source))
         # A channel over NET/ joins ranks that NCCL sees on different nodes.
+        if ("nranks" in msg or "nRanks" in msg) and "comm " in msg:
+            ranks = self.source_ranks.setdefault(source, set())
+            match = _COMM_RANK.search(msg)
+            if match and len(ranks) < 2:
+                ranks.add(int(match.group("rank")))
         if "nNodes" in msg:
             self.nodes = max(self.nodes, node_count(line) or 0)
         if net and self.nodes < 2 and "via NET/" in msg:
@@ -292,7 +372,8 @@ class _Log:
             if key in self.pending:
                 self.pending[key]["count"] += 1
             else:
-                self.pending[key] = dict(finding, count=1, **_origin(line, source))
+                self.pending[key] = dict(finding, count=1, _pid=_pid(line) if line.host else None,
+                                         **_origin(line, source))
 
     # ---- the end ----
 
@@ -306,48 +387,106 @@ class _Log:
         for (version, label), origin in self.loose_versions.items():
             if settle(label) != UNKNOWN_HOST:
                 self._host(settle(label))["versions"].setdefault(version, origin)
-        findings = [dict(finding, host=host or settle(label, source))
+        findings = [dict(finding, host=host or settle(label, source),
+                         rank=self._rank(finding, host, label, source))
                     for (dummy, host, label, source, dummy), finding in self.pending.items()]
-        findings += self._derived(networks)
+        for finding in findings:
+            if finding["code"] in ("rank_exception", "cuda_oom"):
+                finding["cause"] = _who(finding) + finding["cause"]
+        findings += self._derived(networks, settle)
         self.job.finish()
         dumps_verdict = compare_dumps(self.dumps) if self.dumps else None
         if dumps_verdict:
             dumps_verdict["source"] = ", ".join(d["name"] for d in self.dumps)
+        recognised = self._recognised(findings)
+        if self.last_line is not None:
+            self.stages.last = _origin(*self.last_line)
         findings = judge(_dedupe(findings), self.job, dumps_verdict, self.ras_problems,
-                         lambda host: host or fallback)
-        findings = [dict({key: finding.get(key) for key in PUBLIC_KEYS}, host=finding.get("host") or UNKNOWN_HOST)
+                         lambda host: host or fallback, self.stages if recognised else None)
+        findings = [dict({key: finding.get(key) for key in PUBLIC_KEYS}, host=finding.get("host") or UNKNOWN_HOST,
+                         confidence=finding.get("confidence") or "high")
                     for finding in findings]
+        nothing = None if recognised else self._nothing()
         return {
-            "verdict": verdict(findings, self.lines, list(self.hosts)),
+            "verdict": nothing or verdict(findings, self.lines, list(self.hosts)),
+            "judged": nothing is None,
             "hosts": {name: _public(facts) for name, facts in self.hosts.items()},
             "findings": findings,
             "nccl_versions": _distinct([v for facts in self.hosts.values() for v in facts["versions"]]
                                        + [version for version, dummy in self.loose_versions]),
             "multi_node": self._multi_node(),
             "lines": self.lines,
-            "notes": self.notes + self._nothing_note(findings),
+            "notes": self.notes + ([nothing] if nothing else []),
         }
 
+    def _rank(self, finding: dict, host, label, source) -> Optional[int]:
+        """The rank a finding's line belongs to: its label, its NCCL pid, its torchrun report, its file."""
+        if finding.get("rank") is not None:
+            return finding["rank"]
+        if finding.get("_rank") is not None:
+            return finding["_rank"]
+        if label:
+            match = _LABEL_RANK.match(label)
+            if match:
+                return int(match.group("rank"))
+            if label.startswith("pid="):
+                pid = label[4:]
+                rank = self.job.pid_rank.get((self.job.pid_hosts.get(pid), pid))
+                if rank is not None:
+                    return rank
+        if host and finding.get("_pid"):
+            rank = self.job.pid_rank.get((host, finding["_pid"]))
+            if rank is not None:
+                return rank
+        ranks = self.source_ranks.get(source)
+        if ranks and len(ranks) == 1:
+            return next(iter(ranks))
+        match = _FILE_RANK.search(os.path.basename(source or ""))
+        return int(match.group("rank")) if match else None
+
+    def _recognised(self, findings) -> bool:
+        job = self.job
+        return bool(self.hosts or findings or self.dumps or self.ras_problems or self.stages.recognised
+                    or self.stages.started() or job.deaths or job.timeouts or job.rendezvous or job.forensics
+                    or job.init_started or job.rendezvous_done or job.ras.problems or self.loose_versions)
+
+    def _nothing(self) -> str:
+        return (f"NOTHING TO JUDGE: none of the {self.lines} line(s) is a line of NCCL, torch.distributed, "
+                "torchrun, Gloo, MPI, Lightning or nccl-tests; expected a job's output with NCCL_DEBUG=INFO (or "
+                "WARN), a Python traceback, a launcher's error report, or nccl-tests' output")
     def _multi_node(self) -> bool:
         return len(self.hosts) > 1 or self.nodes > 1
 
-    def _derived(self, networks) -> List[dict]:
+    def _derived(self, networks, settle) -> List[dict]:
         found = []
+        physical = _physical_nics(self.hosts)
         for name, facts in self.hosts.items():
-            found += nic_findings(name, facts, networks, self._multi_node())
+            found += nic_findings(name, facts, networks, self._multi_node(), physical)
             found += transport_findings(name, _transports(facts), self.expected)
-        found += version_findings({name: list(facts["versions"].items()) for name, facts in self.hosts.items()})
+        versions = version_findings({name: list(facts["versions"].items()) for name, facts in self.hosts.items()})
+        found += versions
+        found += setting_findings({name: facts["env"] for name, facts in self.hosts.items()}, self.env_origins)
+        runtime = {}
+        for what, places in self.runtime.items():
+            for where, seen in places.items():
+                host = (settle(where[6:]) if where.startswith("label:") else
+                        settle(None, where[7:]) if where.startswith("source:") else where)
+                if host and host != UNKNOWN_HOST:
+                    merged = runtime.setdefault(what, {}).setdefault(host, {})
+                    for version, origin in seen.items():
+                        merged.setdefault(version, origin)
+        # A CUDA read from NCCL's own version string differs with it: nccl_version_mismatch says it already.
+        found += [f for f in runtime_findings(runtime) if not (versions and "NCCL version" in f["evidence"])]
         return found
 
-    def _nothing_note(self, findings) -> List[str]:
-        if self.hosts or findings or self.dumps or self.ras_problems:
-            return []
-        return ["no NCCL, Gloo or torch.distributed lines were recognised "
-                "(run with NCCL_DEBUG=INFO to get NCCL's own lines)"]
-
-
 def _origin(line: Line, source: str) -> dict:
-    return {"evidence": line.text.strip()[:_EVIDENCE_CHARS], "source": source, "line": line.number}
+    text = f"{line.stamp} {line.text.strip()}" if line.stamp else line.text.strip()
+    return {"evidence": text[:_EVIDENCE_CHARS], "source": source, "line": line.number, "time": line_time(line)}
+
+
+def _pid(line: Line) -> Optional[str]:
+    head = line.text.split(line.host + ":", 1)
+    return head[1].split(":", 1)[0] if len(head) == 2 else None
 
 
 def _add_nic(nics: Dict[tuple, dict], nic: dict, line: Line, source: str) -> None:
@@ -405,7 +544,24 @@ def _distinct(values) -> List[str]:
 
 
 PUBLIC_KEYS = ("code", "severity", "host", "rank", "evidence", "source", "line", "count", "cause", "fix",
-               "consequence_of")
+               "consequence_of", "confidence")
+
+
+def _who(finding: dict) -> str:
+    rank = f"rank {finding['rank']}" if finding.get("rank") is not None else "a rank"
+    host = finding.get("host")
+    return f"{rank} on {host}: " if host and host != UNKNOWN_HOST else f"{rank}: "
+
+
+def _physical_nics(hosts: Dict[str, dict]) -> List[str]:
+    """Names of the NICs with an address that NCCL listed and that are neither loopback nor virtual."""
+    names = []
+    for facts in hosts.values():
+        for nic in list(facts["bootstrap_nics"].values()) + list(facts["net_nics"].values()):
+            name = nic.get("name", "")
+            if nic.get("address") and name != "lo" and not is_virtual(name) and name not in names:
+                names.append(name)
+    return names
 
 
 def _dedupe(findings: List[dict]) -> List[dict]:

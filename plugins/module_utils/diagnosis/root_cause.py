@@ -19,18 +19,25 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from .rules import FIX_NIC, FIX_PORTS, sort_key
+from .compare import desync_finding
+from .rules import FIX_NIC, FIX_PORTS, PRIORITY, sort_key
 from .job import STUCK_STATES, signal_name
+from .timeline import earlier
+
+_RANK_OF = {code: index for index, code in enumerate(PRIORITY)}
 
 # Findings that a dead or stuck peer produces on the ranks still running.
 CONSEQUENCES = frozenset((
     "remote_exited", "connect_refused", "connect_timeout", "connect_failed", "retry_exceeded",
     "nccl_system_error", "nccl_internal_error", "cuda_error", "test_nccl_failure", "child_failed",
     "collective_timeout", "nccl_warning", "gloo_connect_failed", "ib_completion_error",
-    "rank_killed", "rank_failed",
+    "rank_killed", "rank_failed", "rendezvous_timeout", "rendezvous_connection_error", "no_route",
 ))
 FOLLOWERS = frozenset(("test_nccl_failure", "child_failed"))
 ROOT_CODES = ("rank_killed", "rank_failed", "hang_in_collective", "hang_in_rendezvous")
+# Codes this engine makes from the whole job rather than from one line's rule.
+JOB_CODES = ROOT_CODES + ("oom_killed", "cuda_oom", "rank_exception", "collective_desync", "incomplete_run",
+                          "completion_unknown", "runtime_version_mismatch", "nccl_setting_mismatch")
 # Signals a launcher or torch's watchdog sends to ranks after another failed: weaker roots.
 _SECONDARY_SIGNALS = (6, 15)
 
@@ -53,11 +60,96 @@ FIX_RENDEZVOUS_HANG = ("pin GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME to the clu
                        "before training")
 
 
+OWN_CODES = ("oom_killed", "cuda_oom", "rank_exception")
+# Warnings about the setup that explain the connection failures that follow them: then they are the root.
+EXPLAINING = ("virtual_nic", "loopback_nic", "efa_missing")
+CONNECTION_FAILURES = frozenset((
+    "connect_refused", "connect_timeout", "no_route", "connect_failed", "retry_exceeded", "gloo_connect_failed",
+    "rendezvous_timeout", "rendezvous_connection_error",
+))
+# Failures NCCL reports when it could not connect, but also later for other reasons.
+_INIT_FAILURES = frozenset(("nccl_system_error", "nccl_internal_error", "remote_exited"))
+# Errors about the setup or the program that come before anything the network does with them.
+_SETUP_LAST = PRIORITY.index("collective_desync")
+FIX_INCOMPLETE = ("find why it stopped: read the launcher's output and `dmesg -T` on every host (OOM kills, Xid "
+                  "errors), check whether a rank is stopped or stuck (`py-spy dump --pid PID`), and collect every "
+                  "rank's log with NCCL_DEBUG=INFO and TORCH_NCCL_DUMP_ON_TIMEOUT=1 for the next run")
+
+
 def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems: List[dict],
-          settle_host) -> List[dict]:
-    """All findings, root causes first; settle_host(host_or_None) names a host for unnamed lines."""
+          settle_host, stages=None) -> List[dict]:
+    """All findings, root causes first; settle_host(host_or_None) names a host for unnamed lines.
+
+    stages: diagnosis.stages.Stages of the log, to tell a run that stopped from one that finished.
+    """
     findings = [dict(f, rank=f.get("rank"), consequence_of=f.get("consequence_of")) for f in findings]
+    desync = desync_finding(job.timeouts, job.ranks)
+    if desync:
+        findings.append(dict(desync, count=1))
     roots = _death_findings(job, settle_host)
+    root = _own_root(findings, roots) or _setup_root(findings, roots, job)
+    if root is not None:
+        return _around(root, findings, roots)
+    return _job_root(findings, job, dumps_verdict, ras_problems, settle_host, roots, stages)
+
+
+def _own_root(findings: List[dict], roots: List[dict]) -> Optional[dict]:
+    """A rank's own error (an exception, CUDA OOM, an OOM kill): the earliest of them."""
+    own = [f for f in findings + roots if f["code"] in OWN_CODES and f["severity"] == "error"]
+    return _earliest(sorted(own, key=sort_key)) if own else None
+
+
+def _setup_root(findings: List[dict], roots: List[dict], job) -> Optional[dict]:
+    """A setup or program error (NIC, versions, settings, SHM, EFA, GID, a desync) ahead of what it breaks."""
+    if any(f["_class"] == 0 for f in roots):
+        return None  # a rank killed or crashed: that comes first (the death rules)
+    errors = [f for f in findings if f["severity"] == "error"]
+    # A NIC over which every communicator finished init works: later failures are not its doing.
+    unconnected = any(f["code"] in CONNECTION_FAILURES or (f["code"] in _INIT_FAILURES and not job.init_done_hosts)
+                      for f in errors)
+    failing = errors or roots or job.timeouts
+    explained = any(f["code"] not in CONSEQUENCES and f["code"] not in FOLLOWERS for f in errors)
+    for finding in findings:
+        if finding["code"] == "collective_desync" and finding["severity"] == "warning" and failing \
+                and not explained:
+            finding["severity"] = "error"
+            finding["confidence"] = "low"
+        if finding["severity"] != "warning":
+            continue
+        if (finding["code"] in EXPLAINING and unconnected) or (finding["code"] == "nccl_setting_mismatch"
+                                                              and failing):
+            finding["severity"] = "error"
+    setup = sorted((f for f in findings if f["severity"] == "error"
+                    and _RANK_OF.get(f["code"], len(PRIORITY)) <= _SETUP_LAST), key=sort_key)
+    return _earliest(setup) if setup else None
+
+
+def _earliest(candidates: List[dict]) -> dict:
+    """The first candidate in priority order, unless another happened earlier by more than the clock skew."""
+    first = candidates[0]
+    for candidate in candidates[1:]:
+        if earlier(candidate.get("time"), first.get("time")):
+            first = candidate
+    return first
+
+
+def _around(root: dict, findings: List[dict], roots: List[dict]) -> List[dict]:
+    """root first; what follows from it (the consequences and the deaths) after the independent findings."""
+    root["consequence_of"] = None
+    for finding in findings + roots:
+        if finding is root or finding["severity"] == "info":
+            continue
+        if finding["code"] in CONSEQUENCES or finding in roots or finding["code"] == "collective_desync" \
+                and root["code"] in OWN_CODES:
+            finding["consequence_of"] = root["code"]
+    others = [f for f in findings + roots if f is not root]
+    independent = sorted((f for f in others if f["consequence_of"] is None), key=sort_key)
+    following = sorted((f for f in others if f["consequence_of"] is not None), key=sort_key)
+    return [root] + independent + following
+
+
+def _job_root(findings, job, dumps_verdict, ras_problems, settle_host, roots, stages) -> List[dict]:
+    """Dead ranks, hangs, the first error; without any error, a rendezvous hang or a run that stopped."""
     killed = [f for f in roots if f["consequence_of"] is None]
     errors = sorted((f for f in findings if f["severity"] == "error"), key=sort_key)
     causes = [f for f in errors if f["code"] not in FOLLOWERS]
@@ -80,6 +172,8 @@ def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems
         hang = _rendezvous_hang(job, settle_host)
         if hang:
             roots.append(hang)
+        elif stages is not None:
+            roots.extend(_stage_findings(stages, job, settle_host))
     root = killed[0]["code"] if killed else None
     if root:
         for finding in findings:
@@ -92,8 +186,30 @@ def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems
                 finding["consequence_of"] = errors[0]["code"]
     independent = sorted((f for f in findings if f["consequence_of"] is None), key=sort_key)
     following = sorted((f for f in roots + findings if f["consequence_of"] is not None), key=sort_key)
-    first = [f for f in roots if f["consequence_of"] is None]
-    return first + independent + following
+    first = [f for f in roots if f["consequence_of"] is None and f["severity"] == "error"]
+    last = [f for f in roots if f["consequence_of"] is None and f["severity"] != "error"]
+    return first + independent + following + last
+
+
+def _stage_findings(stages, job, settle_host) -> List[dict]:
+    """incomplete_run for a stage that started and never ended; else a warning when no end is shown."""
+    unfinished = stages.unfinished(bool(job.init_done_hosts))
+    if unfinished:
+        origin = unfinished["origin"] or {"evidence": "", "source": None, "line": None}
+        return [dict(origin, code="incomplete_run", severity="error", host=settle_host(None), rank=None, count=1,
+                     consequence_of=None, confidence="low",
+                     cause=(f"the run did not finish: {unfinished['what']} (last stage reached: "
+                            f"{unfinished['stage']}); it hung or was killed, and the log does not say why"),
+                     fix=FIX_INCOMPLETE)]
+    if stages.finished() or not (job.init_done_hosts or job.rendezvous):
+        return []
+    last = stages.last or {"evidence": "", "source": None, "line": None}
+    return [{"code": "completion_unknown", "severity": "warning", "host": settle_host(None), "rank": None,
+             "count": 1, "consequence_of": None, "confidence": "low", "evidence": last["evidence"],
+             "source": last["source"], "line": last["line"],
+             "cause": "no error, but this log has no end marker: cannot tell whether it finished or was cut short",
+             "fix": "check the job's exit status with its launcher; print a line when training ends (Lightning "
+                    "prints '`Trainer.fit` stopped'), and keep every rank's log"}]
 
 
 # ---- dead ranks ----

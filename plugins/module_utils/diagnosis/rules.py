@@ -138,18 +138,59 @@ RULES = (
           "advertised or the network drops the connection",
           FIX_PORTS + "; " + FIX_NIC),
 
+    _rule("shm_too_small", "error", ("shared memory segment", "/dev/shm", "posix_fallocate"),
+          r"(?:Error while (?:creating|attaching to) shared memory segment (?P<seg>\S+)(?: \(size (?P<size>\d+)\))?"
+          r"|failed to extend (?P<seg2>/dev/shm/\S+)|Call to posix_fallocate failed : No space left on device)",
+          "NCCL could not create its shared-memory segment {seg}{seg2} for the SHM transport between "
+          "ranks of one host: /dev/shm is too small or full (Docker gives a container 64 MB)",
+          "give the container more shared memory: `docker run --shm-size=16g` (or `--ipc=host`), on Kubernetes "
+          "mount an emptyDir with medium: Memory at /dev/shm; remove stale /dev/shm/nccl-* files; "
+          "NCCL_SHM_DISABLE=1 works around it at some speed"),
+    _rule("shm_too_small", "error", "insufficient shared memory",
+          r"insufficient shared memory \(shm\)",
+          "a DataLoader worker died of a bus error: /dev/shm is too small (Docker gives a container 64 MB)",
+          "give the container more shared memory: `docker run --shm-size=16g` (or `--ipc=host`), or fewer "
+          "DataLoader workers"),
+    _rule("efa_av_insert_failed", "error", "address vector",
+          r"Unable to insert remote address into address vector",
+          "EFA could not add a peer's address (\"Unable to insert remote address into address vector\"): the "
+          "EFA security group does not admit traffic to itself, usually the outbound rule to the group itself "
+          "is missing",
+          "give the security group of every EFA interface a rule admitting all traffic inbound from itself AND "
+          "one admitting all traffic outbound to itself (Destination: the group's own id); cloud_aws_mode: "
+          "apply adds both"),
+    _rule("efa_missing", "warning", "fi_getinfo",
+          r"fi_getinfo(?:\(\))?.*(?:No data available|-61\b)",
+          "libfabric found no EFA device (fi_getinfo: No data available): the EFA devices are not visible in "
+          "this container or host",
+          "map the EFA devices into the container (`docker run --device=/dev/infiniband/uverbs0 ...` for each, "
+          "or the Kubernetes EFA device plugin's vpc.amazonaws.com/efa resource), and check `fi_info -p efa` "
+          "inside it; on a host without EFA attach an EFA interface and install the EFA software",
+          escalate="efa"),
+    _rule("ib_gid_error", "error", ("GidIndex", "RoceGetVersionNum", "ibv_query_gid", "GID", "gid index"),
+          r"(?:ncclIbRoceGetVersionNum|ncclIbGetGidIndex|Call to ibv_query_gid failed|"
+          r"[Ii]nvalid (?:GID|gid)(?: index)?|[Gg][Ii][Dd] (?:index|table)\S* (?:\d+ )?(?:is )?(?:invalid|not found|"
+          r"out of range|empty)|NCCL_IB_GID_INDEX.*(?:invalid|out of range))",
+          "RoCE's GID table has no usable entry at the GID index NCCL uses (wrong NCCL_IB_GID_INDEX, an IPv6 "
+          "link-local or empty entry, or a container seeing another network namespace's GIDs)",
+          "pick the GID of the RoCE v2 entry with the cluster IPv4 address (`show_gids`, or `ibv_devinfo -v`) and "
+          "set NCCL_IB_GID_INDEX to its index on every host (often 3); in containers give the pod the RDMA "
+          "device's own network namespace"),
     _rule("ib_verbs_failed", "error", "Call to ibv_",
           r"Call to (?P<call>ibv_\w+) failed",
           "the InfiniBand/RoCE verbs call {call} failed: the locked-memory limit is too low (containers), "
           "the HCA port is down, or the RoCE GID index is wrong",
           "raise the memlock limit (ulimit -l unlimited; docker --ulimit memlock=-1 --cap-add IPC_LOCK), "
           "check `ibstat`/`ibv_devinfo`, set NCCL_IB_GID_INDEX for RoCE, or NCCL_IB_DISABLE=1 to use sockets"),
-    _rule("ib_completion_error", "error", "Got completion from peer",
-          r"NET/IB ?: Got completion from peer (?P<peer>\S+) with (?:error |status=)(?P<status>\d+)",
-          "an InfiniBand/RoCE transfer with {peer} failed (completion status {status}; 12 means the "
-          "retries ran out): a link, switch port or the peer's HCA is down or unreachable",
-          "check `ibstat` and link state on both hosts, NCCL_IB_HCA, and for RoCE NCCL_IB_GID_INDEX "
-          "and the switch's lossless (PFC) settings"),
+    _rule("ib_completion_error", "error", ("Got completion", "local access violation"),
+          r"(?:NET/IB ?: Got completion (?:from peer (?P<peer>\S+) )?with (?:error |status=)(?P<status>\d+)"
+          r"|(?P<lav>local access violation))",
+          "an InfiniBand/RoCE transfer {with}failed (completion status {status}{lav}): 12 means the retries ran "
+          "out (the NICs cannot reach each other over RDMA), 5/local access violation usually an MTU mismatch or "
+          "a wrong RoCE GID; otherwise a link, switch port or the peer's HCA is down",
+          "RoCE: set the same MTU on every NIC and switch port (`ibv_devinfo` active_mtu, `ip link`), and "
+          "NCCL_IB_GID_INDEX to the RoCE v2 GID with the cluster address (`show_gids`, often 3); check "
+          "`ibstat` link state on both hosts, NCCL_IB_HCA, and the switch's lossless (PFC) settings"),
 
     _rule("gloo_connect_failed", "error", "onnect [127.",
           r"connect \[(?P<peer>127\.[\d.]+\]:\d+)",
@@ -171,6 +212,12 @@ RULES = (
           "Gloo could not connect to a peer: {error}",
           FIX_NIC + "; " + FIX_PORTS),
 
+    _rule("address_in_use", "error", ("EADDRINUSE", "lready in use"),
+          r"(?:port: (?P<port>\d+).*(?:EADDRINUSE|address already in use)|(?:EADDRINUSE|[Aa]ddress already in use)"
+          r".*port:? (?P<port2>\d+))",
+          "port {port}{port2} is taken, so the rendezvous store (TCPStore, MASTER_PORT) cannot listen: an earlier "
+          "run still holds it, or two jobs use the same MASTER_PORT",
+          "stop the leftover process (`ss -ltnp | grep :{port}{port2}`), or choose another MASTER_PORT for this job"),
     _rule("address_in_use", "error", ("lready in use", "EADDRINUSE"),
           r"(?:Address already in use|EADDRINUSE|address already in use)",
           "a port this process needs is taken: an earlier run still holds it, or two jobs use the same "
@@ -193,6 +240,22 @@ RULES = (
           "torchrun could not connect to the C10d rendezvous store at --rdzv_endpoint",
           FIX_RENDEZVOUS),
 
+    _rule("collective_desync", "error", ("truncated", "Truncated"),
+          r"[Mm]essage truncated\s*:?\s*(?:receiv(?:ed|ing) (?P<got>\d+) bytes? instead of (?P<want>\d+))?",
+          "a rank received a message of another size than it posted ({got} bytes instead of {want}): the ranks "
+          "are in different collectives, or the same one with tensors of different sizes (a desync)",
+          "the program, not the network: every rank must call the same collectives in the same order with "
+          "tensors of the same size; look for rank- or data-dependent branches and shapes; "
+          "TORCH_DISTRIBUTED_DEBUG=DETAIL checks every collective's shape"),
+    # Weak alone (NCCL returns it for other misuse too): a warning that the judge makes the root only
+    # where nothing else explains the failure.
+    _rule("collective_desync", "warning", ("ncclInvalidUsage", "invalid usage"),
+          r"^(?!.*Test NCCL failure).*(?:ncclInvalidUsage|[Ii]nvalid usage)",
+          "NCCL reports invalid usage (ncclInvalidUsage): the ranks called collectives that do not match "
+          "(another operation, count, type or root on one rank: a desync), or passed an invalid argument",
+          "the program, not the network: every rank must call the same collectives in the same order with "
+          "the same sizes, types and root; rerun with NCCL_DEBUG=WARN to see NCCL's reason and "
+          "TORCH_DISTRIBUTED_DEBUG=DETAIL to check every collective's shape"),
     _rule("collective_timeout", "error", "Watchdog caught collective operation timeout",
           r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)"
           r".*?ran for (?P<ms>\d+) milliseconds",
@@ -284,13 +347,16 @@ RULES = (
 
 # Root causes first, consequences last: the order findings of one severity are listed in.
 PRIORITY = (
+    "oom_killed", "cuda_oom", "rank_exception",
     "no_socket_interface", "nic_outside_cluster", "loopback_nic", "virtual_nic", "nccl_version_mismatch",
-    "socket_instead_of_ib", "socket_instead_of_efa", "duplicate_gpu", "address_in_use",
+    "runtime_version_mismatch", "nccl_setting_mismatch",
+    "socket_instead_of_ib", "socket_instead_of_efa", "duplicate_gpu", "shm_too_small", "efa_av_insert_failed",
+    "efa_missing", "ib_gid_error", "address_in_use", "collective_desync",
     "connect_refused", "connect_timeout", "no_route", "connect_failed", "retry_exceeded",
     "ib_verbs_failed", "ib_completion_error", "gloo_connect_failed", "rendezvous_connection_error",
     "rendezvous_timeout", "collective_timeout", "remote_exited", "nccl_system_error",
     "nccl_internal_error", "cuda_not_initialized", "cuda_error", "test_nccl_failure", "child_failed", "nccl_warning",
-    "ib_missing", "ib_disabled", "efa_missing",
+    "ib_missing", "ib_disabled", "incomplete_run", "completion_unknown",
 )
 _RANK = {code: index for index, code in enumerate(PRIORITY)}
 # Most lines match no rule: a test for any needle spares them the loop over every rule. Substring
@@ -323,9 +389,11 @@ def match_line(text: str, expected_transport: str = "any") -> List[dict]:
         if not match:
             continue
         seen.add(rule.code)
-        values = _Blank({k: v.strip()[:200] for k, v in match.groupdict().items() if v is not None})
-        if "peer" in values:
+        # A group of the pattern that took no part is empty; a name the pattern lacks prints "?".
+        values = _Blank({k: (v or "").strip()[:200] for k, v in match.groupdict().items()})
+        if values.get("peer"):
             values["peer"] = describe_peer(values["peer"])
+        values["with"] = f"with {values['peer']} " if values.get("peer") else ""
         severity = "error" if rule.escalate and rule.escalate == expected_transport else rule.severity
         found.append({"code": rule.code, "severity": severity, "cause": rule.cause.format_map(values),
                       "fix": rule.fix.format_map(values)})
@@ -372,9 +440,18 @@ def _as_list(value) -> list:
     return list(value)
 
 
-def nic_findings(host: str, facts: dict, networks, multi_node: bool) -> List[dict]:
-    """NICs outside the cluster networks; without networks, loopback or virtual NICs on a multi-node run."""
+def nic_findings(host: str, facts: dict, networks, multi_node: bool, physical=()) -> List[dict]:
+    """NICs outside the cluster networks; without networks, loopback or virtual NICs on a multi-node run.
+
+    physical: names of NICs the log shows that are neither loopback nor virtual, for the fix.
+    """
     found = []
+    fix_nic = FIX_NIC
+    if physical:
+        names = ", ".join(physical[:3])
+        fix_nic = (f"set NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to the physical NIC on the cluster network "
+                   f"(the log shows {names}), e.g. NCCL_SOCKET_IFNAME={physical[0]} GLOO_SOCKET_IFNAME={physical[0]}, "
+                   "or exclude the virtual ones (NCCL_SOCKET_IFNAME=^docker,br-,veth,virbr,lo)")
     for nic, roles in _addressed_nics(facts):
         address = parse_address(nic["address"])
         uses = f"NCCL uses {nic['name']} {nic['address']} for {' and '.join(roles)}"
@@ -390,14 +467,16 @@ def nic_findings(host: str, facts: dict, networks, multi_node: bool) -> List[dic
             found.append(_derived("loopback_nic", "warning", host, nic["origin"],
                                   f"{uses} on a multi-node run: loopback cannot reach other hosts (this works "
                                   "only when all ranks share one network namespace)", FIX_NIC))
-        elif multi_node and (_is_virtual(nic["name"]) or (address is not None and address.is_link_local)):
+        elif multi_node and (is_virtual(nic["name"]) or (address is not None and address.is_link_local)):
             found.append(_derived("virtual_nic", "warning", host, nic["origin"],
                                   f"{uses} on a multi-node run: a container/virtual or link-local address that "
-                                  "other hosts usually cannot reach", FIX_NIC))
+                                  "other hosts usually cannot reach", fix_nic if physical else
+                                  FIX_NIC + "; or exclude the virtual ones (NCCL_SOCKET_IFNAME=^docker,br-,veth,"
+                                  "virbr,lo)"))
     return found
 
 
-def _is_virtual(name: str) -> bool:
+def is_virtual(name: str) -> bool:
     return any(fnmatch.fnmatch(name, pattern) for pattern in VIRTUAL_NIC_PATTERNS)
 
 

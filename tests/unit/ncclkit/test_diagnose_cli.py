@@ -9,7 +9,7 @@ from conftest import SAMPLES
 from ncclkit import cli, exitcodes
 from ncclkit.commands import diagnose as diagnose_cli
 
-FINDING_KEYS = {"code", "severity", "host", "rank", "cause", "fix", "evidence", "consequence_of"}
+FINDING_KEYS = {"code", "severity", "host", "rank", "cause", "fix", "evidence", "consequence_of", "confidence"}
 
 
 def ncclkit(capsys, *argv):

@@ -465,7 +465,10 @@ def test_unreadable_files_raise_nccl_log_error(tmp_path):
         read_nccl_log_files([3])
 
 
-def test_empty_input_has_a_note_and_nothing_else():
+def test_empty_input_is_nothing_to_judge_never_healthy():
     result = read_nccl_log(b"")
     assert result["hosts"] == {} and result["findings"] == [] and result["lines"] == 0
-    assert "no NCCL" in result["notes"][0]
+    assert result["judged"] is False and result["verdict"].startswith("NOTHING TO JUDGE: ")
+    assert "NCCL_DEBUG=INFO" in result["notes"][0]
+    prose = read_nccl_log("epoch 1 loss 0.53\nepoch 2 loss 0.41\n")
+    assert prose["judged"] is False and "2 line(s)" in prose["verdict"]
