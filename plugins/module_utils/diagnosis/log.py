@@ -224,6 +224,7 @@ class _Log:
         self.empty: List[str] = []  # files with nothing but whitespace
         self.meanings: Dict[tuple, list] = {}  # (level, NCCL message) -> its findings
         self.tracebacks = Tracebacks()
+        self.label_pids: Dict[str, tuple] = {}  # launcher label -> (host, pid) of its NCCL lines
         self.last_line = None
         self.stages = Stages()
         self.source_ranks: Dict[str, set] = {}  # source -> up to two ranks its lines name (one file per rank)
@@ -259,6 +260,8 @@ class _Log:
         if host:
             if line.label:
                 self.label_hosts.setdefault(line.label, host)
+                if line.level and line.label not in self.label_pids:
+                    self.label_pids[line.label] = (host, _pid(line))
             named = self.source_hosts.get(source)
             if named is None:
                 named = self.source_hosts[source] = set()
@@ -378,6 +381,13 @@ class _Log:
     # ---- the end ----
 
     def result(self, networks, default_host: str) -> dict:
+        self.job.finish()
+        # torchrun's error report names the host its agent runs on: the host of that file's lines.
+        for death in self.job.deaths:
+            source = (death.get("origin") or {}).get("source")
+            if death.get("how") == "torchrun" and death.get("host") and source and not self.source_hosts.get(source):
+                self.source_hosts[source] = {death["host"]}
+                self._host(death["host"])
         fallback = next(iter(self.hosts)) if len(self.hosts) == 1 else default_host
 
         def settle(label, source=None):
@@ -393,8 +403,10 @@ class _Log:
         for finding in findings:
             if finding["code"] in ("rank_exception", "cuda_oom"):
                 finding["cause"] = _who(finding) + finding["cause"]
+        for finding in findings:
+            if finding["host"] in (UNKNOWN_HOST, default_host) and finding["rank"] is not None:
+                finding["host"] = self._rank_host(finding["rank"]) or finding["host"]
         findings += self._derived(networks, settle)
-        self.job.finish()
         dumps_verdict = compare_dumps(self.dumps) if self.dumps else None
         if dumps_verdict:
             dumps_verdict["source"] = ", ".join(d["name"] for d in self.dumps)
@@ -429,6 +441,10 @@ class _Log:
             match = _LABEL_RANK.match(label)
             if match:
                 return int(match.group("rank"))
+            if label in self.label_pids:
+                rank = self.job.pid_rank.get(self.label_pids[label])
+                if rank is not None:
+                    return rank
             if label.startswith("pid="):
                 pid = label[4:]
                 rank = self.job.pid_rank.get((self.job.pid_hosts.get(pid), pid))
@@ -443,6 +459,14 @@ class _Log:
             return next(iter(ranks))
         match = _FILE_RANK.search(os.path.basename(source or ""))
         return int(match.group("rank")) if match else None
+
+    def _rank_host(self, rank: int) -> Optional[str]:
+        """The host a rank ran on, from NCCL's init lines or a launcher's report of its death."""
+        known = self.job.ranks.get(rank)
+        if known and known.get("host"):
+            return known["host"]
+        return next((d.get("host") or d.get("node") for d in self.job.deaths
+                     if d.get("rank") == rank and (d.get("host") or d.get("node"))), None)
 
     def _recognised(self, findings) -> bool:
         job = self.job

@@ -116,8 +116,8 @@ def _setup_root(findings: List[dict], roots: List[dict], job) -> Optional[dict]:
             finding["confidence"] = "low"
         if finding["severity"] != "warning":
             continue
-        if (finding["code"] in EXPLAINING and unconnected) or (finding["code"] == "nccl_setting_mismatch"
-                                                              and failing):
+        if (finding["code"] in EXPLAINING and (unconnected or (failing and not explained))) or \
+                (finding["code"] == "nccl_setting_mismatch" and failing):
             finding["severity"] = "error"
     setup = sorted((f for f in findings if f["severity"] == "error"
                     and _RANK_OF.get(f["code"], len(PRIORITY)) <= _SETUP_LAST), key=sort_key)

@@ -185,7 +185,7 @@ RULES = (
     _rule("ib_completion_error", "error", ("Got completion", "local access violation"),
           r"(?:NET/IB ?: Got completion (?:from peer (?P<peer>\S+) )?with (?:error |status=)(?P<status>\d+)"
           r"|(?P<lav>local access violation))",
-          "an InfiniBand/RoCE transfer {with}failed (completion status {status}{lav}): 12 means the retries ran "
+          "an InfiniBand/RoCE transfer {with}failed ({completion}{lav}): 12 means the retries ran "
           "out (the NICs cannot reach each other over RDMA), 5/local access violation usually an MTU mismatch or "
           "a wrong RoCE GID; otherwise a link, switch port or the peer's HCA is down",
           "RoCE: set the same MTU on every NIC and switch port (`ibv_devinfo` active_mtu, `ip link`), and "
@@ -242,7 +242,8 @@ RULES = (
 
     _rule("collective_desync", "error", ("truncated", "Truncated"),
           r"[Mm]essage truncated\s*:?\s*(?:receiv(?:ed|ing) (?P<got>\d+) bytes? instead of (?P<want>\d+))?",
-          "a rank received a message of another size than it posted ({got} bytes instead of {want}): the ranks "
+          "NCCL reports a message truncated: a rank received another size than it posted ({got} bytes instead "
+          "of {want}): the ranks "
           "are in different collectives, or the same one with tensors of different sizes (a desync)",
           "the program, not the network: every rank must call the same collectives in the same order with "
           "tensors of the same size; look for rank- or data-dependent branches and shapes; "
@@ -394,6 +395,7 @@ def match_line(text: str, expected_transport: str = "any") -> List[dict]:
         if values.get("peer"):
             values["peer"] = describe_peer(values["peer"])
         values["with"] = f"with {values['peer']} " if values.get("peer") else ""
+        values["completion"] = f"completion error {values['status']}" if values.get("status") else ""
         severity = "error" if rule.escalate and rule.escalate == expected_transport else rule.severity
         found.append({"code": rule.code, "severity": severity, "cause": rule.cause.format_map(values),
                       "fix": rule.fix.format_map(values)})

@@ -21,7 +21,8 @@ _MONTHS = {name: index for index, name in enumerate(
 _ISO = re.compile(r"(?:\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[ T_](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d(?:[.,]\d+)?)")
 _SYSLOG = re.compile(r"(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d+) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d(?:\.\d+)?)")
 # glog: level letter, MMDD, time; torch writes it at the start of its C++ and Python log lines.
-_GLOG = re.compile(r"^[IWEF](?P<mo>[01]\d)(?P<d>[0-3]\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d(?:\.\d+)?) ")
+# torch's C++ logger drops the month's leading zero inside brackets: "[E707 02:41:17.551320 ...".
+_GLOG = re.compile(r"^\[?[IWEF](?P<mo>[01]?\d)(?P<d>[0-3]\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d(?:\.\d+)?) ")
 
 
 def seconds(month: int, day: int, hour: int, minute: int, second: float) -> float:
