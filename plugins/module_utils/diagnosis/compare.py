@@ -68,20 +68,29 @@ def setting_findings(env_by_host: Dict[str, dict], origins: Dict[tuple, dict]) -
 
 
 def runtime_findings(versions: Dict[str, Dict[str, dict]]) -> List[dict]:
-    """torch or CUDA versions that differ per host. versions: {"torch"|"CUDA": {host: {version: origin}}}."""
-    found = []
+    """torch or CUDA versions that differ per host, one finding per odd host naming both.
+
+    versions: {"torch"|"CUDA": {host: {version: origin}}}.
+    """
+    odd_hosts: Dict[str, list] = {}
     for what in ("torch", "CUDA"):
         by_host = {host: next(iter(seen)) for host, seen in versions.get(what, {}).items() if seen}
         if len(by_host) < 2 or len(set(by_host.values())) < 2:
             continue
         odd, common = _odd(by_host)
-        for host in odd[:1]:
-            others = ", ".join(sorted(h for h, v in by_host.items() if v == common)[:3])
-            origin = versions[what][host][by_host[host]]
-            found.append(with_evidence(finding("runtime_version_mismatch", "error",
-                                 f"{what} {by_host[host]} on {host} but {what} {common} on {others}: the hosts run "
-                                 "different builds, which fails or hangs in init or the first collective",
-                                 FIX_RUNTIME, host=host, **_origin_fields(origin))))
+        others = sorted(h for h, v in by_host.items() if v == common)[:3]
+        for host in odd:
+            odd_hosts.setdefault(host, []).append((what, by_host[host], common, others,
+                                                   versions[what][host][by_host[host]]))
+    found = []
+    for host, diffs in list(odd_hosts.items())[:4]:
+        here = ", ".join(f"{what} {version}" for what, version, dummy, dummy, dummy in diffs)
+        there = ", ".join(f"{what} {common}" for what, dummy, common, dummy, dummy in diffs)
+        others = ", ".join(diffs[0][3])
+        found.append(with_evidence(finding("runtime_version_mismatch", "error",
+                                           f"{here} on {host} but {there} on {others}: the hosts run different "
+                                           "builds, which fails or hangs in init or the first collective",
+                                           FIX_RUNTIME, host=host, what=diffs[0][0], **_origin_fields(diffs[0][4]))))
     return found
 
 

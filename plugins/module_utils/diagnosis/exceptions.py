@@ -38,7 +38,9 @@ _NOT_OWN_WORDS = ("NCCL", "nccl", "Gloo", "gloo", "ProcessGroup", "Watchdog", "T
                   "Connection reset", "Connection closed", "Broken pipe", "Socket Timeout", "timed out",
                   "Timed out", "communicator", "Rendezvous", "rendezvous", "store_based_barrier",
                   "Connection refused", "SIGTERM", "SIGKILL", "received signal", "Address already in use",
-                  "EADDRINUSE", "DistBackendError", "address already in use")
+                  "EADDRINUSE", "DistBackendError", "address already in use",
+                  # a worker or child process that died: its own cause (a signal, a bus error) is elsewhere
+                  "exited unexpectedly", "killed by signal")
 _OOM_WORDS = ("CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", "CUDA error: out of memory")
 
 FIX_EXCEPTION = ("fix the program where the traceback of that rank points (the last `File ..., line N` above "

@@ -24,7 +24,7 @@ _MPI_SIGNAL = re.compile(r"process rank (?P<rank>\d+) with PID (?P<pid>\d+) on n
                          r"exited on signal (?P<signal>\d+)(?: \((?P<name>[^)]*)\))?")
 # Slurm: "srun: error: node1: task 1: Killed"
 _SRUN = re.compile(r"srun: error: (?P<node>[\w.\-]+): tasks? (?P<rank>\d+)(?:[-,]\d+)*: "
-                   r"(?P<name>Killed|Segmentation fault|Aborted|Terminated|Bus error)")
+                   r"(?P<name>Killed|Segmentation fault|Aborted|Terminated|Bus error|Out Of Memory)")
 # torchrun's agent: "failed (exitcode: -9) local_rank: 0 (pid: 1747) of binary: ..."
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
 # torchrun's ChildFailedError report: "  host      : node1", "  rank      : 1 (local_rank: 0)", ...
@@ -46,7 +46,8 @@ _RENDEZVOUS_START = re.compile(
     r"|Rendezvous'ing worker group|\[c10d\] The client socket has|Starting elastic_operator")
 # After this the process group exists: the rendezvous is over.
 _RENDEZVOUS_DONE = ("All distributed processes registered", "Init COMPLETE", "Connected all rings",
-                    "Rendezvous complete for workers")
+                    "Rendezvous complete for workers", "peer ranks. Expected number of connected peer",
+                    "Destroy COMPLETE")
 _FORENSICS = re.compile(r"ncclkit-forensics: rank=(?P<rank>\d+) host=(?P<host>\S+) pid=(?P<pid>\d+) "
                         r"state=(?P<state>\S)(?: \([^)]*\))?(?: wchan=(?P<wchan>\S+))?")
 _FORENSICS_RAS = "ncclkit-forensics: ras: "
@@ -90,7 +91,8 @@ class JobEvidence:
         if line.level:
             # NCCL's own line: it carries ranks and init, never a launcher's or torch's message.
             self._nccl(line, origin)
-            if not self.rendezvous_done and ("Init COMPLETE" in text or "Connected all rings" in text):
+            if not self.rendezvous_done and ("Init COMPLETE" in text or "Connected all rings" in text
+                                             or "Destroy COMPLETE" in text):
                 self.rendezvous_done = True
             return
         if "ncclkit-forensics:" in text:
@@ -153,7 +155,9 @@ class JobEvidence:
                     death["pid"] = groups["pid"]
             else:
                 death["signal"] = {"Killed": 9, "Segmentation fault": 11, "Aborted": 6, "Terminated": 15,
-                                   "Bus error": 7}[groups["name"]]
+                                   "Bus error": 7, "Out Of Memory": 9}[groups["name"]]
+                if groups["name"] == "Out Of Memory":
+                    death["oom"] = True  # Slurm's cgroup OOM handler named this task
         elif how == "agent":
             code = int(groups["code"])
             death.update(pid=groups["pid"], **({"signal": -code} if code < 0 else {"exitcode": code}))
@@ -243,5 +247,7 @@ class JobEvidence:
 
 def _pid(line) -> Optional[str]:
     # The NCCL prefix is "host:pid:tid"; the host is known, the pid follows it.
+    if not line.host:
+        return None
     head = line.text.split(line.host + ":", 1)
     return head[1].split(":", 1)[0] if len(head) == 2 else None

@@ -45,11 +45,12 @@ _LABEL = re.compile(
     r"[\w./\-]+(?:\[\d+\])?: )")
 # A line that may carry such a prefix starts with one of these (or with a month's name).
 _PREFIX_STARTS = frozenset("[ \t(|0123456789")
-# "host:pid:tid [dev] [seconds] [file.cc:123] NCCL LEVEL message" (2.12 to 2.30; TRACE adds seconds).
+# "host:pid:tid [dev] [seconds] [file.cc:123] NCCL LEVEL message" (2.12 to 2.30; TRACE adds seconds;
+# before 2.5 without the word NCCL: "host:pid:tid [0] INFO ...", "... include/socket.h:360 WARN ...").
 # The look-behind lets a match start only where a host name can start, which keeps it linear.
 NCCL_LINE = re.compile(
     r"(?<![\w.\-<>])(?P<host>[\w.\-<>]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] "
-    r"(?:\d+\.\d+ )?(?:(?P<where>\S+:\d+) )?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<msg>.*)")
+    r"(?:\d+\.\d+ )?(?:(?P<where>\S+:\d+) )?(?:NCCL )?(?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<msg>.*)")
 # The same without the "host:pid:tid [dev]" prefix (NCCL_DEBUG_FILE or a launcher that cut it, Kubeflow's
 # "[3] include/shm.h:28 NCCL WARN ..."): the level and message only.
 NCCL_BARE = re.compile(r"(?:^|(?<=\s))(?:(?P<where>\S+:\d+) )?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<msg>.*)")
@@ -220,7 +221,8 @@ def parse_line(number: int, raw: str) -> Line:
     if text[:1] in _PREFIX_STARTS or (text[:3] in _MONTHS and text[3:4] == " "):
         label, stamp, syslog_host, text = _strip_prefixes(text)
     # Most NCCL lines start with their prefix: an anchored match is the fast path.
-    match = (NCCL_LINE.match(text) or NCCL_LINE.search(text)) if "NCCL" in text else None
+    match = (NCCL_LINE.match(text) or NCCL_LINE.search(text)) \
+        if "NCCL" in text or "] INFO " in text or " WARN " in text else None
     if match:
         host, level, msg = match.group("host", "level", "msg")
         return Line(number, text, label, host, level, msg.strip(), stamp)

@@ -214,7 +214,7 @@ class _Log:
         self.label_hosts: Dict[str, str] = {}
         self.pending: Dict[tuple, dict] = {}  # (code, host, label, source, cause) -> first finding, with a count
         self.source_hosts: Dict[str, set] = {}  # source -> up to two hosts its NCCL lines name
-        self.loose_versions: Dict[tuple, dict] = {}  # (version, label) -> origin, from lines without a host
+        self.loose_versions: Dict[tuple, dict] = {}  # (version, label, source) -> origin, from lines without a host
         self.nodes = 0
         self.lines = 0
         self.notes: List[str] = []
@@ -352,8 +352,8 @@ class _Log:
         if row_host:
             self._host(row_host)
         version = nccl_version(line)
-        if version and (version, line.label) not in self.loose_versions:
-            self.loose_versions[(version, line.label)] = _origin(line, source)
+        if version and (version, line.label, source) not in self.loose_versions:
+            self.loose_versions[(version, line.label, source)] = _origin(line, source)
 
     def _findings(self, line: Line, source: str) -> None:
         if line.level:
@@ -394,9 +394,12 @@ class _Log:
             named = self.source_hosts.get(source, ())
             return self.label_hosts.get(label) or (next(iter(named)) if len(named) == 1 else fallback)
 
-        for (version, label), origin in self.loose_versions.items():
-            if settle(label) != UNKNOWN_HOST:
-                self._host(settle(label))["versions"].setdefault(version, origin)
+        for (version, label, source), origin in self.loose_versions.items():
+            host = settle(label, source)
+            if host != UNKNOWN_HOST:
+                self._host(host)["versions"].setdefault(version, origin)
+                if "+cuda" in version:
+                    self.runtime["CUDA"].setdefault(host, {}).setdefault(version.split("+cuda", 1)[1], origin)
         findings = [dict(finding, host=host or settle(label, source),
                          rank=self._rank(finding, host, label, source))
                     for (dummy, host, label, source, dummy), finding in self.pending.items()]
@@ -425,7 +428,7 @@ class _Log:
             "hosts": {name: _public(facts) for name, facts in self.hosts.items()},
             "findings": findings,
             "nccl_versions": _distinct([v for facts in self.hosts.values() for v in facts["versions"]]
-                                       + [version for version, dummy in self.loose_versions]),
+                                       + [key[0] for key in self.loose_versions]),
             "multi_node": self._multi_node(),
             "lines": self.lines,
             "notes": self.notes + ([nothing] if nothing else []),
@@ -500,7 +503,9 @@ class _Log:
                     for version, origin in seen.items():
                         merged.setdefault(version, origin)
         # A CUDA read from NCCL's own version string differs with it: nccl_version_mismatch says it already.
-        found += [f for f in runtime_findings(runtime) if not (versions and "NCCL version" in f["evidence"])]
+        if versions:  # NCCL's version string carries its CUDA: nccl_version_mismatch says it already
+            runtime.pop("CUDA", None)
+        found += runtime_findings(runtime)
         return found
 
 def _origin(line: Line, source: str) -> dict:
@@ -509,6 +514,8 @@ def _origin(line: Line, source: str) -> dict:
 
 
 def _pid(line: Line) -> Optional[str]:
+    if not line.host:
+        return None
     head = line.text.split(line.host + ":", 1)
     return head[1].split(":", 1)[0] if len(head) == 2 else None
 

@@ -116,8 +116,9 @@ def _setup_root(findings: List[dict], roots: List[dict], job) -> Optional[dict]:
             finding["confidence"] = "low"
         if finding["severity"] != "warning":
             continue
-        if (finding["code"] in EXPLAINING and (unconnected or (failing and not explained))) or \
-                (finding["code"] == "nccl_setting_mismatch" and failing):
+        # A virtual or loopback NIC that carried a finished init works; EFA missing explains any failure.
+        weak = unconnected if finding["code"] != "efa_missing" else unconnected or (failing and not explained)
+        if (finding["code"] in EXPLAINING and weak) or (finding["code"] == "nccl_setting_mismatch" and failing):
             finding["severity"] = "error"
     setup = sorted((f for f in findings if f["severity"] == "error"
                     and _RANK_OF.get(f["code"], len(PRIORITY)) <= _SETUP_LAST), key=sort_key)
@@ -169,7 +170,7 @@ def _job_root(findings, job, dumps_verdict, ras_problems, settle_host, roots, st
                 finding["consequence_of"] = None
             killed = roots[:1]
     if not killed and not any(f["severity"] == "error" for f in findings):
-        hang = _rendezvous_hang(job, settle_host)
+        hang = None if stages is not None and stages.finished() else _rendezvous_hang(job, settle_host)
         if hang:
             roots.append(hang)
         elif stages is not None:
@@ -278,15 +279,15 @@ def _death_finding(death: dict, job, settle_host) -> dict:
         notes.append(f"the launcher names the machine {death['node']}")
     extra = f" ({'; '.join(notes)})" if notes else ""
     sig = death.get("signal")
-    if sig is not None:
+    if death.get("oom"):
+        code = "oom_killed"
+        how = "was killed by the kernel's OOM killer (signal 9): the host (or its cgroup) ran out of memory"
+        fix = ("give the job more host memory or use less (smaller batch, fewer data-loader workers, no dataset "
+               "held in memory per rank); `dmesg -T | grep -i -e oom -e 'killed process'` shows what was using it")
+    elif sig is not None:
         code = "rank_killed"
         how = f"was killed by signal {sig} ({signal_name(sig)})"
-        if death.get("oom"):
-            how += " from the kernel's OOM killer: the host ran out of memory"
-            fix = ("give the job more host memory or use less (smaller batch, fewer data-loader workers); "
-                   "`dmesg -T | grep -i -e oom -e 'killed process'` shows what was using it")
-        else:
-            fix = FIX_KILLED if sig in (9, 15) else FIX_CRASHED
+        fix = FIX_KILLED if sig in (9, 15) else FIX_CRASHED
     else:
         code = "rank_failed"
         how = f"exited with code {death.get('exitcode')}"

@@ -84,6 +84,11 @@ RULES = (
           "listens on another NIC) or a firewall rejects the port",
           FIX_PORTS),
     _rule("connect_refused", "error", "onnection refused",
+          r"Call to connect(?: to (?P<peer>\S+))? failed : Connection refused",
+          "a connection to a peer{at} was refused: nothing listens there (the peer process is gone or listens "
+          "on another NIC) or a firewall rejects the port",
+          FIX_PORTS),
+    _rule("connect_refused", "error", "onnection refused",
           r"connect returned Connection refused, exceeded",
           "NCCL gave up connecting to a peer that refused every attempt: nothing listens on the address "
           "it advertised (wrong NIC) or a firewall rejects the port",
@@ -98,6 +103,11 @@ RULES = (
           r"[Cc]onnect to (?P<peer>\S+) (?:failed : |returned (?:\d+\()?)Connection timed out(?!, retrying)",
           "the connection to {peer} timed out: packets to that port are dropped (firewall or cloud "
           "security group) or the address is on a network this host cannot reach",
+          FIX_PORTS),
+    _rule("connect_timeout", "error", "timed out",
+          r"Call to connect(?: to (?P<peer>\S+))? failed : Connection timed out",
+          "a connection to a peer{at} timed out: packets to that port are dropped (firewall or cloud security "
+          "group) or the address is on a network this host cannot reach",
           FIX_PORTS),
     _rule("connect_timeout", "error", "timed out",
           r"error Connection timed out.*connect to (?P<peer>\S+)",
@@ -148,7 +158,8 @@ RULES = (
           "NCCL_SHM_DISABLE=1 works around it at some speed"),
     _rule("shm_too_small", "error", "insufficient shared memory",
           r"insufficient shared memory \(shm\)",
-          "a DataLoader worker died of a bus error: /dev/shm is too small (Docker gives a container 64 MB)",
+          "a DataLoader worker died of a bus error: insufficient shared memory, /dev/shm is too small (Docker "
+          "gives a container 64 MB)",
           "give the container more shared memory: `docker run --shm-size=16g` (or `--ipc=host`), or fewer "
           "DataLoader workers"),
     _rule("efa_av_insert_failed", "error", "address vector",
@@ -168,7 +179,8 @@ RULES = (
           "inside it; on a host without EFA attach an EFA interface and install the EFA software",
           escalate="efa"),
     _rule("ib_gid_error", "error", ("GidIndex", "RoceGetVersionNum", "ibv_query_gid", "GID", "gid index"),
-          r"(?:ncclIbRoceGetVersionNum|ncclIbGetGidIndex|Call to ibv_query_gid failed|"
+          # "GID table change" (an async event): the address behind a GID moved, e.g. a NIC re-addressed.
+          r"(?:ncclIbRoceGetVersionNum|ncclIbGetGidIndex|Call to ibv_query_gid failed|GID table change|"
           r"[Ii]nvalid (?:GID|gid)(?: index)?|[Gg][Ii][Dd] (?:index|table)\S* (?:\d+ )?(?:is )?(?:invalid|not found|"
           r"out of range|empty)|NCCL_IB_GID_INDEX.*(?:invalid|out of range))",
           "RoCE's GID table has no usable entry at the GID index NCCL uses (wrong NCCL_IB_GID_INDEX, an IPv6 "
@@ -214,10 +226,11 @@ RULES = (
 
     _rule("address_in_use", "error", ("EADDRINUSE", "lready in use"),
           r"(?:port: (?P<port>\d+).*(?:EADDRINUSE|address already in use)|(?:EADDRINUSE|[Aa]ddress already in use)"
-          r".*port:? (?P<port2>\d+))",
-          "port {port}{port2} is taken, so the rendezvous store (TCPStore, MASTER_PORT) cannot listen: an earlier "
+          r".*port:? (?P<port2>\d+)|bind to \S*:(?P<port3>\d+)\)? \(errno: 98)",
+          "port {port}{port2}{port3} is taken, so the rendezvous store (TCPStore, MASTER_PORT) cannot listen: an earlier "
           "run still holds it, or two jobs use the same MASTER_PORT",
-          "stop the leftover process (`ss -ltnp | grep :{port}{port2}`), or choose another MASTER_PORT for this job"),
+          "stop the leftover process (`ss -ltnp | grep :{port}{port2}{port3}`), or choose another MASTER_PORT for "
+          "this job"),
     _rule("address_in_use", "error", ("lready in use", "EADDRINUSE"),
           r"(?:Address already in use|EADDRINUSE|address already in use)",
           "a port this process needs is taken: an earlier run still holds it, or two jobs use the same "
@@ -365,9 +378,13 @@ _RANK = {code: index for index, code in enumerate(PRIORITY)}
 _NEEDLES = tuple(sorted({n for rule in RULES for n in rule.needles}))
 
 
+_RULE_INDEX = {id(rule): index for index, rule in enumerate(RULES)}
+
+
 def sort_key(finding: dict):
+    # Within one code, the more specific rule (earlier in RULES) first, then the earlier line.
     return (SEVERITIES.index(finding["severity"]), _RANK.get(finding["code"], len(PRIORITY)),
-            finding.get("line") or 0)
+            finding.get("_rule", len(RULES)), finding.get("line") or 0)
 
 
 class _Blank(dict):
@@ -395,10 +412,12 @@ def match_line(text: str, expected_transport: str = "any") -> List[dict]:
         if values.get("peer"):
             values["peer"] = describe_peer(values["peer"])
         values["with"] = f"with {values['peer']} " if values.get("peer") else ""
-        values["completion"] = f"completion error {values['status']}" if values.get("status") else ""
+        values["at"] = f" at {values['peer']}" if values.get("peer") else ""
+        values["completion"] = (f"completion error {values['status']}, status {values['status']}"
+                                if values.get("status") else "")
         severity = "error" if rule.escalate and rule.escalate == expected_transport else rule.severity
         found.append({"code": rule.code, "severity": severity, "cause": rule.cause.format_map(values),
-                      "fix": rule.fix.format_map(values)})
+                      "fix": rule.fix.format_map(values), "_rule": _RULE_INDEX[id(rule)]})
     return found
 
 
