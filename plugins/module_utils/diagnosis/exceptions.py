@@ -65,11 +65,11 @@ class Tracebacks:
     """Open tracebacks per stream; feed() returns a finding when a rank's own exception line ends one."""
 
     def __init__(self):
-        self.open: Dict[tuple, dict] = {}  # (source, label) -> {lines, frame}
+        self.open: Dict[tuple, dict] = {}  # (source, label, host) -> {lines, frame}
 
     def feed(self, line, source: str) -> Optional[dict]:
         text = line.text
-        key = (source, line.label)
+        key = (source, line.label, line.host)
         if TRACEBACK in text:
             self.open[key] = {"lines": 0, "frame": None}
             return None

@@ -24,7 +24,8 @@ _MPI_SIGNAL = re.compile(r"process rank (?P<rank>\d+) with PID (?P<pid>\d+) on n
                          r"exited on signal (?P<signal>\d+)(?: \((?P<name>[^)]*)\))?")
 # Slurm: "srun: error: node1: task 1: Killed"
 _SRUN = re.compile(r"srun: error: (?P<node>[\w.\-]+): tasks? (?P<rank>\d+)(?:[-,]\d+)*: "
-                   r"(?P<name>Killed|Segmentation fault|Aborted|Terminated|Bus error|Out Of Memory)")
+                   r"(?P<name>Killed|Segmentation fault|Aborted|Terminated|Bus error|Out Of Memory"
+                   r"|Exited with exit code (?P<code>\d+))")
 # torchrun's agent: "failed (exitcode: -9) local_rank: 0 (pid: 1747) of binary: ..."
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
 # torchrun's ChildFailedError report: "  host      : node1", "  rank      : 1 (local_rank: 0)", ...
@@ -153,6 +154,8 @@ class JobEvidence:
                 death["signal"] = int(groups["signal"])
                 if groups["pid"] != "0":
                     death["pid"] = groups["pid"]
+            elif groups.get("code"):
+                death["exitcode"] = int(groups["code"])
             else:
                 death["signal"] = {"Killed": 9, "Segmentation fault": 11, "Aborted": 6, "Terminated": 15,
                                    "Bus error": 7, "Out Of Memory": 9}[groups["name"]]

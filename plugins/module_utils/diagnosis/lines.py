@@ -42,7 +42,9 @@ _LABEL = re.compile(
     r"|\[(?P<kube>pod/[^\]\s]+)\] "
     r"|\[ *\d+\.\d+\] "
     r"|(?P<syslog>(?:" + "|".join(_MONTHS) + r") [ \d]\d \d\d:\d\d:\d\d) (?P<sysloghost>[\w.\-]+) "
-    r"[\w./\-]+(?:\[\d+\])?: )")
+    r"[\w./\-]+(?:\[\d+\])?: "
+    r"|(?P<srun>\d+): "                                                   # srun --label
+    r"|(?P<pdsh>[a-z][a-z0-9\-]*\d[a-z0-9.\-]*|\d+\.\d+\.\d+\.\d+): (?!Test ))")  # pdsh/clush: "node1: "
 # A line that may carry such a prefix starts with one of these (or with a month's name).
 _PREFIX_STARTS = frozenset("[ \t(|0123456789")
 # "host:pid:tid [dev] [seconds] [file.cc:123] NCCL LEVEL message" (2.12 to 2.30; TRACE adds seconds;
@@ -218,7 +220,10 @@ def split_lines(text: str):
 def parse_line(number: int, raw: str) -> Line:
     text = ANSI.sub("", raw) if "\x1b" in raw else raw
     label = stamp = syslog_host = None
-    if text[:1] in _PREFIX_STARTS or (text[:3] in _MONTHS and text[3:4] == " "):
+    first = text[:1]
+    if first in _PREFIX_STARTS or (text[:3] in _MONTHS and text[3:4] == " ") or (
+            # pdsh/clush's "node1: ": the first space follows a colon (an NCCL line's follows its tid)
+            first.islower() and text[text.find(" ", 0, 64) - 1:text.find(" ", 0, 64)] == ":"):
         label, stamp, syslog_host, text = _strip_prefixes(text)
     # Most NCCL lines start with their prefix: an anchored match is the fast path.
     match = (NCCL_LINE.match(text) or NCCL_LINE.search(text)) \
@@ -234,27 +239,38 @@ def parse_line(number: int, raw: str) -> Line:
     return Line(number, text, label, host, None, text.strip(), stamp)
 
 
-_LABEL_KINDS = ("mpi", "torch", "default", "ray", "kube", "idx")  # the most specific first; not "colour"
+# Launcher labels, the most specific first (a torchrun "[rank3]:" inside mpirun's "[1,3]<stdout>:"
+# names the same process); colour codes are no label.
+_LABEL_KINDS = {"mpi": 0, "torch": 1, "default": 2, "ray": 3, "rayip": 3, "kube": 4, "idx": 5, "srun": 5}
 
 
 def _strip_prefixes(text: str) -> Tuple[Optional[str], Optional[str], Optional[str], str]:
     """(label, timestamp, syslog host, the text after every prefix)."""
-    found = {}
+    label = stamp = host = None
+    specific = len(_LABEL_KINDS)
+    position = 0
     while True:
-        match = _LABEL.match(text)
-        if not match or not match.end():
+        match = _LABEL.match(text, position)
+        if not match or match.end() == position:
             break
-        for kind, value in match.groupdict().items():
-            if value is not None:
-                found.setdefault(kind, value)
-        text = text[match.end():]
-    if not found:
-        return None, None, None, text
-    label = next((found[kind] for kind in _LABEL_KINDS if kind in found), None)
-    if label is not None and "ray" in found and label == found["ray"]:
-        label = "pid=" + label  # a Ray worker names its process
-    stamp = f"[{found['bstamp']}]" if "bstamp" in found else found.get("stamp") or found.get("syslog")
-    return label, stamp, found.get("sysloghost"), text
+        position = match.end()
+        kind = match.lastgroup  # each alternative's value group closes last
+        if kind is None or kind == "colour":
+            continue
+        if kind in _LABEL_KINDS:
+            if _LABEL_KINDS[kind] < specific:
+                specific = _LABEL_KINDS[kind]
+                label = "pid=" + match.group("ray") if kind in ("ray", "rayip") else match.group(kind)
+        elif kind == "pdsh":
+            host = host or match.group("pdsh")
+        elif stamp is None:
+            if kind == "bstamp":
+                stamp = f"[{match.group('bstamp')}]"
+            elif kind == "sysloghost":
+                stamp, host = match.group("syslog"), match.group("sysloghost")
+            else:
+                stamp = match.group(kind)
+    return label, stamp, host, text[position:] if position else text
 
 
 def _strip_labels(text: str) -> Tuple[Optional[str], str]:

@@ -405,6 +405,10 @@ class _Log:
                     for (dummy, host, label, source, dummy), finding in self.pending.items()]
         for finding in findings:
             if finding["code"] in ("rank_exception", "cuda_oom"):
+                if finding["rank"] is None:
+                    finding["rank"] = self._failed_rank(finding["source"])
+                    if finding["rank"] is not None and finding["host"] in (UNKNOWN_HOST, default_host):
+                        finding["host"] = self._rank_host(finding["rank"]) or finding["host"]
                 finding["cause"] = _who(finding) + finding["cause"]
         for finding in findings:
             if finding["host"] in (UNKNOWN_HOST, default_host) and finding["rank"] is not None:
@@ -462,6 +466,14 @@ class _Log:
             return next(iter(ranks))
         match = _FILE_RANK.search(os.path.basename(source or ""))
         return int(match.group("rank")) if match else None
+
+    def _failed_rank(self, source: str) -> Optional[int]:
+        """The one rank a launcher in this file reports exiting with an error code (its traceback's)."""
+        pid_rank = {d["pid"]: d["rank"] for d in self.job.deaths if d.get("pid") and d.get("rank") is not None}
+        ranks = {d.get("rank") if d.get("rank") is not None else pid_rank.get(d.get("pid"))
+                 for d in self.job.deaths
+                 if d.get("exitcode") and (d.get("origin") or {}).get("source") == source}
+        return next(iter(ranks)) if len(ranks) == 1 and None not in ranks else None
 
     def _rank_host(self, rank: int) -> Optional[str]:
         """The host a rank ran on, from NCCL's init lines or a launcher's report of its death."""

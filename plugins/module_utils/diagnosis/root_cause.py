@@ -185,11 +185,11 @@ def _job_root(findings, job, dumps_verdict, ras_problems, settle_host, roots, st
         for finding in errors[1:]:
             if finding["code"] in FOLLOWERS and finding["code"] != errors[0]["code"]:
                 finding["consequence_of"] = errors[0]["code"]
-    independent = sorted((f for f in findings if f["consequence_of"] is None), key=sort_key)
+    last = [f for f in roots if f["consequence_of"] is None and f["severity"] != "error"]
+    independent = sorted((f for f in findings + last if f["consequence_of"] is None), key=sort_key)
     following = sorted((f for f in roots + findings if f["consequence_of"] is not None), key=sort_key)
     first = [f for f in roots if f["consequence_of"] is None and f["severity"] == "error"]
-    last = [f for f in roots if f["consequence_of"] is None and f["severity"] != "error"]
-    return first + independent + following + last
+    return first + independent + following
 
 
 def _stage_findings(stages, job, settle_host) -> List[dict]:
@@ -202,7 +202,7 @@ def _stage_findings(stages, job, settle_host) -> List[dict]:
                      cause=(f"the run did not finish: {unfinished['what']} (last stage reached: "
                             f"{unfinished['stage']}); it hung or was killed, and the log does not say why"),
                      fix=FIX_INCOMPLETE)]
-    if stages.finished() or not (job.init_done_hosts or job.rendezvous):
+    if stages.finished() or not (job.init_done_hosts or job.rendezvous or stages.torch):
         return []
     last = stages.last or {"evidence": "", "source": None, "line": None}
     return [{"code": "completion_unknown", "severity": "warning", "host": settle_host(None), "rank": None,
@@ -263,7 +263,29 @@ def _merge_deaths(job) -> List[dict]:
                 if value is not None and known.get(field) is None:
                     known[field] = value
             known["oom"] = known.get("oom") or death.get("oom")
-    return list(merged.values())
+    return _place_oom_kills(list(merged.values()), job)
+
+
+# A kernel OOM line and a rank's SIGKILL this close in time on one host are one event.
+_OOM_WINDOW_S = 120.0
+
+
+def _place_oom_kills(deaths: List[dict], job) -> List[dict]:
+    """An OOM kill naming no rank's pid: the SIGKILL of a rank on its host at its time, else another
+    process (dropped when the job shows deaths of its own: an OOM kill of, say, a database is not
+    this job's); alone, it stays (the only death the log shows)."""
+    loose = [d for d in deaths if d.get("oom") and d.get("how") == "oom" and d.get("rank") is None]
+    others = [d for d in deaths if d not in loose]
+    for oom in loose:
+        when, host = (oom.get("origin") or {}).get("time"), oom.get("oom_host")
+        for death in others:
+            then = (death.get("origin") or {}).get("time")
+            where = death.get("host") or death.get("node") or (job.ranks.get(death.get("rank")) or {}).get("host")
+            if death.get("signal") == 9 and not death.get("oom") and when is not None and then is not None \
+                    and abs(when - then) <= _OOM_WINDOW_S and (host is None or where is None or host == where):
+                death["oom"] = True
+                break
+    return others if others else deaths
 
 
 def _death_finding(death: dict, job, settle_host) -> dict:

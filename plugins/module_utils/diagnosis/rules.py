@@ -245,7 +245,8 @@ RULES = (
     _rule("rendezvous_timeout", "error", "clients joined",
           r"[Tt]imed out after (?P<after>\d+) seconds waiting for clients\. "
           r"(?P<joined>\d+)/(?P<total>\d+) clients joined",
-          "only {joined} of {total} ranks reached the store within {after} s: the other nodes were not "
+          "only {joined} of {total} ranks ({joined}/{total} clients joined) reached the store within {after} s: "
+          "the other nodes were not "
           "started or cannot reach MASTER_ADDR:MASTER_PORT",
           FIX_RENDEZVOUS),
     _rule("rendezvous_connection_error", "error", "RendezvousConnectionError",
@@ -253,6 +254,13 @@ RULES = (
           "torchrun could not connect to the C10d rendezvous store at --rdzv_endpoint",
           FIX_RENDEZVOUS),
 
+    _rule("collective_desync", "error", "collective mismatch",
+          r"collective mismatch error,? local size (?P<local>\d+),? remote size (?P<remote>\d+)",
+          "NCCL reports a collective mismatch: this rank posted {local} bytes, its peer {remote} bytes: the ranks "
+          "are in different collectives, or the same one with tensors of different sizes (a desync)",
+          "the program, not the network: every rank must call the same collectives in the same order with "
+          "tensors of the same size; look for rank- or data-dependent branches and shapes; "
+          "TORCH_DISTRIBUTED_DEBUG=DETAIL checks every collective's shape"),
     _rule("collective_desync", "error", ("truncated", "Truncated"),
           r"[Mm]essage truncated\s*:?\s*(?:receiv(?:ed|ing) (?P<got>\d+) bytes? instead of (?P<want>\d+))?",
           "NCCL reports a message truncated: a rank received another size than it posted ({got} bytes instead "
@@ -303,6 +311,12 @@ RULES = (
           "ncclInternalError: on cloud hosts this is almost always the network, not NCCL: the wrong NIC "
           "(public side, docker/veth) or ports blocked between the hosts",
           FIX_INTERNAL),
+    _rule("cuda_oom", "error", ("out of memory", "cudaErrorMemoryAllocation"),
+          r"Cuda failure (?:\d+ )?'out of memory'|CUDA error: out of memory|cudaErrorMemoryAllocation",
+          "CUDA out of memory inside NCCL (its buffers did not fit next to the model on that GPU): {quoted}",
+          "free GPU memory for NCCL: lower the batch size per GPU, set PYTORCH_CUDA_ALLOC_CONF="
+          "expandable_segments:True, lower NCCL_BUFFSIZE or NCCL_NCHANNELS_PER_NET_PEER, and check with "
+          "`nvidia-smi` that no other process holds memory on that GPU"),
     _rule("cuda_not_initialized", "error", "system not yet initialized",
           r"system not yet initialized",
           "CUDA reports 'system not yet initialized': on NVSwitch systems (HGX/DGX A100, H100, H200) the "
@@ -378,6 +392,27 @@ _RANK = {code: index for index, code in enumerate(PRIORITY)}
 _NEEDLES = tuple(sorted({n for rule in RULES for n in rule.needles}))
 
 
+def anchors(needles, size: int = 4) -> tuple:
+    """A few short substrings such that every needle contains one of them (a greedy cover).
+
+    A line that holds none of them holds no needle: testing a dozen anchors (in C, through map) is
+    several times cheaper than testing every needle, and nearly all lines hold none.
+    """
+    uncovered, chosen = set(needles), []
+    while uncovered:
+        counts: Dict[str, set] = {}
+        for needle in uncovered:
+            for start in range(max(len(needle) - size + 1, 1)):
+                counts.setdefault(needle[start:start + size], set()).add(needle)
+        best = max(sorted(counts), key=lambda piece: len(counts[piece]))
+        chosen.append(best)
+        uncovered -= counts[best]
+    return tuple(chosen)
+
+
+_ANCHORS = anchors(_NEEDLES)
+
+
 _RULE_INDEX = {id(rule): index for index, rule in enumerate(RULES)}
 
 
@@ -395,10 +430,7 @@ class _Blank(dict):
 def match_line(text: str, expected_transport: str = "any") -> List[dict]:
     """Findings (without host) that one line's text supports; one per code at most."""
     found, seen = [], set()
-    for needle in _NEEDLES:
-        if needle in text:
-            break
-    else:
+    if not any(map(text.__contains__, _ANCHORS)):
         return found
     for rule in RULES:
         if rule.code in seen or not any(needle in text for needle in rule.needles):
@@ -413,6 +445,7 @@ def match_line(text: str, expected_transport: str = "any") -> List[dict]:
             values["peer"] = describe_peer(values["peer"])
         values["with"] = f"with {values['peer']} " if values.get("peer") else ""
         values["at"] = f" at {values['peer']}" if values.get("peer") else ""
+        values["quoted"] = match.group(0)[:200]
         values["completion"] = (f"completion error {values['status']}, status {values['status']}"
                                 if values.get("status") else "")
         severity = "error" if rule.escalate and rule.escalate == expected_transport else rule.severity

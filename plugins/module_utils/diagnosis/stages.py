@@ -38,13 +38,14 @@ class Stages:
         self.fit: Optional[dict] = None      # origin of the first Lightning fit line
         self.fit_done = False
         self.job_end = False
-        self.torch = False                   # a torch.distributed / torchrun line was seen
+        self.torch = False                   # an NCCL line or torchrun's [rankN]: label was seen
         self.recognised = 0                  # lines that belong to any stage
         self.last: Optional[dict] = None     # origin of the log's last line (where it ends)
 
     def add(self, line, origin) -> None:
         text = line.text
         if line.level:
+            self.torch = True
             if "Init START" in text or "Init COMPLETE" in text:
                 match = _COMM.search(line.msg)
                 comm = f"{line.host}/{match.group('comm')}" if match else None
@@ -55,6 +56,8 @@ class Stages:
                     self.comms_done += 1
                     self.comms.pop(comm, None)
             return
+        if not self.torch and line.label and line.label.startswith("rank"):
+            self.torch = True
         if text[:1] == "#" or self.tests is not None:
             self._tests(text, origin)
         if "Epoch " in text or any(marker in text for marker in _LIGHTNING_START):
