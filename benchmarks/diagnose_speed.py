@@ -11,8 +11,8 @@ INFO init and connection lines, torch's watchdog and ChildFailedError report) re
 large cluster (hosts x 8 ranks, each with its own host:pid prefix), each host's lines in one of the
 shapes real logs have (SHAPES: timestamps, mpirun/torchrun/Ray labels, collector columns, colours,
 CRLF) with what training prints between them (torch's warnings, progress bars glued with \\r, loss
-lines), and the lines that used to be slow, once per host: "NAME set by environment to VALUE" with 8000 spaces inside the value (the
-old pattern was quadratic in them), and a 10000-character line. The job's last
+lines), and the lines that used to be slow, once per host: "NAME set by environment to VALUE" with
+8000 spaces inside the value (the old pattern was quadratic in them), and a 10000-character line. The job's last
 lines are a rank killed by SIGKILL, so the verdict is checked too. The nccl-tests outputs are a
 real all_reduce_perf table (h200-2host-socket-defaults.txt) grown to --rows (for `ncclkit parse`,
 whose files stop at 64 MiB) and --perf-rows result rows (for nccl_perf: its parse, gates and the
