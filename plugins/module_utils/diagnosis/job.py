@@ -53,6 +53,12 @@ _FORENSICS = re.compile(r"ncclkit-forensics: rank=(?P<rank>\d+) host=(?P<host>\S
                         r"state=(?P<state>\S)(?: \([^)]*\))?(?: wchan=(?P<wchan>\S+))?")
 _FORENSICS_RAS = "ncclkit-forensics: ras: "
 
+# Every substring JobEvidence.add() looks for in a line that is not NCCL's own: a line holding none
+# of them (outside a torchrun report and a RAS report) tells the job nothing (diagnosis.log skips it).
+# (The rendezvous' start markers are looked for only while no rendezvous is known: see watching().)
+MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on signal", "srun: error:",
+           "(exitcode: ", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL") + _RENDEZVOUS_DONE
+
 # States of a process that cannot make progress in a collective.
 STUCK_STATES = {"T": "stopped (SIGSTOP or a debugger)", "t": "stopped by a tracer",
                 "D": "in an uninterruptible wait (I/O or the driver)", "Z": "a zombie (exited)"}
@@ -119,7 +125,8 @@ class JobEvidence:
                 match = _RENDEZVOUS_START.search(text)
                 if match:
                     self.rendezvous = origin()
-        self.ras.add(text, origin)
+        if self.ras.seen or "SERVER PROTOCOL" in text:
+            self.ras.add(text, origin)
 
     # ---- NCCL's own lines ----
 
@@ -236,6 +243,11 @@ class JobEvidence:
             self.forensics.append({"rank": int(match.group("rank")), "host": match.group("host"),
                                    "pid": match.group("pid"), "state": match.group("state"),
                                    "wchan": match.group("wchan") or "-", "origin": origin()})
+
+    def watching(self) -> bool:
+        """Whether every line matters now: a torchrun error report or a RAS report is being read (their
+        lines hold no marker), or the rendezvous has not started nor finished yet."""
+        return self._in_report or self.ras.seen or (self.rendezvous is None and not self.rendezvous_done)
 
     def report_rank(self) -> Optional[int]:
         """The rank of the torchrun error report being read (its traceback is that rank's), else None."""

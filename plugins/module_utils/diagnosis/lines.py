@@ -45,6 +45,11 @@ _LABEL = re.compile(
     r"[\w./\-]+(?:\[\d+\])?: "
     r"|(?P<srun>\d+): "                                                   # srun --label
     r"|(?P<pdsh>[a-z][a-z0-9\-]*\d[a-z0-9.\-]*|\d+\.\d+\.\d+\.\d+): (?!Test ))")  # pdsh/clush: "node1: "
+# All the prefixes of a line in one match; what they say is read once per distinct prefix (a file
+# repeats a few: its ranks' labels, the stamp of the current second).
+_PREFIXES = re.compile(r"(?:" + _LABEL.pattern + r")+")
+_PREFIX_CACHE: dict = {}
+_PREFIX_CACHE_SIZE = 4096
 # A line that may carry such a prefix starts with one of these (or with a month's name).
 _PREFIX_STARTS = frozenset("[ \t(|0123456789")
 # "host:pid:tid [dev] [seconds] [file.cc:123] NCCL LEVEL message" (2.12 to 2.30; TRACE adds seconds;
@@ -219,21 +224,36 @@ def split_lines(text: str):
 
 def parse_line(number: int, raw: str) -> Line:
     text = ANSI.sub("", raw) if "\x1b" in raw else raw
+    nccl = "NCCL" in text
+    if nccl:
+        # Most NCCL lines start with their prefix: an anchored match, before any other work, is the fast path.
+        match = NCCL_LINE.match(text)
+        if match:
+            host, level, msg = match.group("host", "level", "msg")
+            return Line(number, text, None, host, level, msg.strip(), None)
     label = stamp = syslog_host = None
     first = text[:1]
     if first in _PREFIX_STARTS or (text[:3] in _MONTHS and text[3:4] == " ") or (
             # pdsh/clush's "node1: ": the first space follows a colon (an NCCL line's follows its tid)
             first.islower() and text[text.find(" ", 0, 64) - 1:text.find(" ", 0, 64)] == ":"):
-        label, stamp, syslog_host, text = _strip_prefixes(text)
-    # Most NCCL lines start with their prefix: an anchored match is the fast path.
-    match = (NCCL_LINE.match(text) or NCCL_LINE.search(text)) \
-        if "NCCL" in text or "] INFO " in text or " WARN " in text else None
-    if match:
-        host, level, msg = match.group("host", "level", "msg")
-        return Line(number, text, label, host, level, msg.strip(), stamp)
-    match = NCCL_BARE.search(text) if "NCCL " in text else None
-    if match:
-        return Line(number, text, label, syslog_host, match.group("level"), match.group("msg").strip(), stamp)
+        match = _PREFIXES.match(text)
+        if match and match.end():
+            prefix = text[:match.end()]
+            known = _PREFIX_CACHE.get(prefix)
+            if known is None:
+                if len(_PREFIX_CACHE) >= _PREFIX_CACHE_SIZE:
+                    _PREFIX_CACHE.clear()
+                known = _PREFIX_CACHE[prefix] = _strip_prefixes(prefix)[:3]
+            label, stamp, syslog_host = known
+            text = text[match.end():]
+    if nccl or "] INFO " in text or " WARN " in text:
+        match = NCCL_LINE.match(text) or NCCL_LINE.search(text)
+        if match:
+            host, level, msg = match.group("host", "level", "msg")
+            return Line(number, text, label, host, level, msg.strip(), stamp)
+        match = NCCL_BARE.search(text) if nccl else None
+        if match:
+            return Line(number, text, label, syslog_host, match.group("level"), match.group("msg").strip(), stamp)
     match = TEST_FAILURE.search(text) if "Test " in text else None
     host = match.group("host") if match else syslog_host
     return Line(number, text, label, host, None, text.strip(), stamp)

@@ -32,11 +32,14 @@ import zlib
 from typing import Dict, List, Optional
 
 from .compare import CUDA_VERSION, TORCH_VERSION, runtime_findings, setting_findings
-from .exceptions import Tracebacks
+from .exceptions import TRACEBACK, Tracebacks
 from .root_cause import judge, verdict
+from .stages import MARKERS as STAGE_MARKERS
 from .stages import Stages
 from .timeline import line_time
 from .rules import (
+    NEEDLES,
+    anchors,
     match_line,
     nccl_warning,
     is_virtual,
@@ -47,6 +50,7 @@ from .rules import (
     version_findings,
 )
 from .flight_recorder import FlightRecorderError, compare_dumps, looks_like_pickle, read_dump
+from .job import MARKERS as JOB_MARKERS
 from .job import JobEvidence
 from .lines import (
     MAX_BYTES,
@@ -73,6 +77,10 @@ TRANSPORTS = ("any", "socket", "ib", "efa")
 UNKNOWN_HOST = "unknown"
 _EVIDENCE_CHARS = 500
 _MEANINGS = 8192  # distinct NCCL messages remembered at once
+# Every substring a reader of lines that are not NCCL's own looks for (the rules, the job, the stages,
+# tracebacks, versions), and a few short pieces that every one of them holds.
+_MARKERS = NEEDLES + JOB_MARKERS + STAGE_MARKERS + (TRACEBACK, "ersion", "torch==", "NCCL version", "Test ")
+_LINE_ANCHORS = anchors(_MARKERS)
 _COMM_RANK = re.compile(r"\bcomm \S+ rank (?P<rank>\d+) n[Rr]anks \d+")
 _LABEL_RANK = re.compile(r"^(?:rank|\d+,)?(?P<rank>\d+)$")
 _FILE_RANK = re.compile(r"(?:^|[^a-z])rank[_\-.]?(?P<rank>\d+)(?!\d)", re.I)
@@ -225,7 +233,8 @@ class _Log:
         self.meanings: Dict[tuple, list] = {}  # (level, NCCL message) -> its findings
         self.tracebacks = Tracebacks()
         self.label_pids: Dict[str, tuple] = {}  # launcher label -> (host, pid) of its NCCL lines
-        self.last_line = None
+        self.last_line: Optional[Line] = None
+        self.last_source = ""
         self.stages = Stages()
         self.source_ranks: Dict[str, set] = {}  # source -> up to two ranks its lines name (one file per rank)
         self.runtime: Dict[str, Dict[str, dict]] = {"torch": {}, "CUDA": {}}  # what -> {host or label: {v: origin}}
@@ -252,16 +261,32 @@ class _Log:
 
     def add(self, source: str, line: Line) -> None:
         self.lines += 1
+        self.last_line = line
+        self.last_source = source
+        dummy, text, label, host, level, msg, dummy = line
         origin = lambda: _origin(line, source)  # noqa: E731 (built only for the few lines that matter)
-        self.job.add(line, origin)
-        self.stages.add(line, origin)
-        self.last_line = (line, source)
-        host = line.host
+        stages, job = self.stages, self.job
+        if level:
+            stages.torch = True
+            # NCCL's lines tell the job and its stages only about communicators and their init.
+            if "nranks" in msg or "nRanks" in msg or "Init " in msg or "Connected all" in msg or "Destroy" in msg:
+                job.add(line, origin)
+                stages.add(line, origin)
+        else:
+            if label and not stages.torch and label.startswith("rank"):
+                stages.torch = True
+            # The cheap prefilter: a line outside any open block that holds no marker of any reader
+            # (nearly every line of a training log) is counted and nothing more.
+            if not (job.watching() or stages.tests is not None or self.tracebacks.open or text[:1] == "#"
+                    or any(map(text.__contains__, _LINE_ANCHORS))):
+                return
+            job.add(line, origin)
+            stages.add(line, origin)
         if host:
-            if line.label:
-                self.label_hosts.setdefault(line.label, host)
-                if line.level and line.label not in self.label_pids:
-                    self.label_pids[line.label] = (host, _pid(line))
+            if label:
+                self.label_hosts.setdefault(label, host)
+                if level and label not in self.label_pids:
+                    self.label_pids[label] = (host, _pid(line))
             named = self.source_hosts.get(source)
             if named is None:
                 named = self.source_hosts[source] = set()
@@ -269,12 +294,13 @@ class _Log:
                 named.add(host)
             facts = self.hosts.get(host)
             self._facts(facts if facts is not None else self._host(host), line, source)
-        else:
+        elif text[:1] == "#" or "NCCL version" in text:
             self._loose_facts(line, source)
         self._findings(line, source)
-        if not line.level:
-            self._own_error(line, source)
-            if "ersion" in line.text or "torch==" in line.text:
+        if not level:
+            if self.tracebacks.open or "Traceback" in text:
+                self._own_error(line, source)
+            if "ersion" in text or "torch==" in text:
                 self._runtime(line, source)
 
     def _own_error(self, line: Line, source: str) -> None:
@@ -419,7 +445,7 @@ class _Log:
             dumps_verdict["source"] = ", ".join(d["name"] for d in self.dumps)
         recognised = self._recognised(findings)
         if self.last_line is not None:
-            self.stages.last = _origin(*self.last_line)
+            self.stages.last = _origin(self.last_line, self.last_source)
         findings = judge(_dedupe(findings), self.job, dumps_verdict, self.ras_problems,
                          lambda host: host or fallback, self.stages if recognised else None)
         findings = [dict({key: finding.get(key) for key in PUBLIC_KEYS}, host=finding.get("host") or UNKNOWN_HOST,

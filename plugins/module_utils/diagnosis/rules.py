@@ -389,7 +389,7 @@ PRIORITY = (
 _RANK = {code: index for index, code in enumerate(PRIORITY)}
 # Most lines match no rule: a test for any needle spares them the loop over every rule. Substring
 # tests in C are several times faster than one regex alternation of ~40 words over the line.
-_NEEDLES = tuple(sorted({n for rule in RULES for n in rule.needles}))
+NEEDLES = _NEEDLES = tuple(sorted({n for rule in RULES for n in rule.needles}))
 
 
 def anchors(needles, size: int = 4) -> tuple:
@@ -411,6 +411,12 @@ def anchors(needles, size: int = 4) -> tuple:
 
 
 _ANCHORS = anchors(_NEEDLES)
+# anchor -> the needles that hold it; needle -> indices of the rules that name it.
+_ANCHOR_NEEDLES = {anchor: tuple(n for n in _NEEDLES if anchor in n) for anchor in _ANCHORS}
+_NEEDLE_RULES: Dict[str, set] = {}
+for _index, _each in enumerate(RULES):
+    for _needle in _each.needles:
+        _NEEDLE_RULES.setdefault(_needle, set()).add(_index)
 
 
 _RULE_INDEX = {id(rule): index for index, rule in enumerate(RULES)}
@@ -432,8 +438,15 @@ def match_line(text: str, expected_transport: str = "any") -> List[dict]:
     found, seen = [], set()
     if not any(map(text.__contains__, _ANCHORS)):
         return found
-    for rule in RULES:
-        if rule.code in seen or not any(needle in text for needle in rule.needles):
+    candidates = set()
+    for anchor in _ANCHORS:
+        if anchor in text:
+            for needle in _ANCHOR_NEEDLES[anchor]:
+                if needle in text:
+                    candidates |= _NEEDLE_RULES[needle]
+    for index in sorted(candidates):
+        rule = RULES[index]
+        if rule.code in seen:
             continue
         match = rule.pattern.search(text)
         if not match:

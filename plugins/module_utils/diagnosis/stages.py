@@ -26,6 +26,13 @@ _JOB_END = ("Local worker group finished", "Done waiting for other agents", "wor
             "Training completed", "training completed", "Training finished", "training finished")
 
 
+# Every substring Stages.add() looks for in a line that is not NCCL's own (besides "#" lines and the
+# rows of an open nccl-tests table).
+# ("Epoch N:" alone does not start a fit here: Lightning's start lines come first.)
+MARKERS = _LIGHTNING_START + _LIGHTNING_END + _JOB_END + ("GLOBAL_RANK", "Trainer.fit", "inished", "ompleted",
+                                                          "Done waiting")
+
+
 class Stages:
     """Stage starts and ends, in the order the lines showed them."""
 
@@ -60,14 +67,16 @@ class Stages:
             self.torch = True
         if text[:1] == "#" or self.tests is not None:
             self._tests(text, origin)
-        if "Epoch " in text or any(marker in text for marker in _LIGHTNING_START):
-            if self.fit is None and ("Epoch " not in text or re.search(r"\bEpoch \d+:", text)):
+        if self.fit is None and ("Epoch " in text or "GLOBAL_RANK" in text or "| Name " in text
+                                 or "Sanity Checking" in text or "LOCAL_RANK: " in text):
+            if any(marker in text for marker in _LIGHTNING_START) or re.search(r"\bEpoch \d+:", text):
                 self.fit = origin()
                 self.recognised += 1
         if "Trainer.fit" in text and any(marker in text for marker in _LIGHTNING_END):
             self.fit_done = True
             self.recognised += 1
-        if any(marker in text for marker in _JOB_END):
+        if ("inished" in text or "ompleted" in text or "Done waiting" in text) and \
+                any(marker in text for marker in _JOB_END):
             self.job_end = True
 
     def _tests(self, text: str, origin) -> None:
