@@ -18,6 +18,8 @@ from typing import Dict, Optional
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.common.findings import finding
 
+from .timeline import line_time
+
 TRACEBACK = "Traceback (most recent call last)"
 # "ValueError: bad batch", "torch.OutOfMemoryError: CUDA out of memory. ...", "KeyError: 'x'", "AssertionError"
 _EXCEPTION = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure))"
@@ -71,7 +73,7 @@ class Tracebacks:
         text = line.text
         key = (source, line.label, line.host)
         if TRACEBACK in text:
-            self.open[key] = {"lines": 0, "frame": None}
+            self.open[key] = {"lines": 0, "frame": None, "time": line_time(line)}
             return None
         state = self.open.get(key)
         if state is None:
@@ -101,7 +103,9 @@ class Tracebacks:
         code = classify(exc_type, message)
         if code is None:
             return None
-        return exception_finding(code, exc_type, message, state["frame"])
+        made = exception_finding(code, exc_type, message, state["frame"])
+        made["time"] = line_time(line) or state["time"]  # the traceback's start, when only it has a stamp
+        return made
 
 
 def exception_finding(code: str, exc_type: str, message: str, frame: Optional[str]) -> dict:

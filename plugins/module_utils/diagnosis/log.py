@@ -312,7 +312,7 @@ class _Log:
         if key in self.pending:
             self.pending[key]["count"] += 1
         else:
-            self.pending[key] = dict(found, count=1, _rank=rank, **_origin(line, source))
+            self.pending[key] = dict(found, count=1, _rank=rank, **dict(_origin(line, source), time=found["time"]))
 
     def _runtime(self, line: Line, source: str) -> None:
         text = line.text

@@ -131,3 +131,15 @@ def test_documentation_matches_the_argument_spec():
     assert {"msg", "findings", "ansible_facts"} <= set(returned)
     documented = returned["findings"]["contains"]["code"]["description"]
     assert all(f"C({code})" in documented for code in PRIORITY)
+
+
+def test_content_with_nothing_recognisable_says_so_and_is_not_healthy(capsys):
+    code, result = run(capsys, {"content": "Collecting numpy\nSuccessfully installed numpy\n"})
+    facts = result["ansible_facts"]["nccl_diagnose"]
+    assert code == 0 and facts["judged"] is False and result["findings"] == []
+    assert result["msg"].startswith("NOTHING TO JUDGE") and "HEALTHY" not in result["msg"]
+
+
+def test_every_finding_says_its_confidence(capsys):
+    dummy, result = run(capsys, {"path": str(BAD_IFNAME)})
+    assert {f["confidence"] for f in result["findings"]} <= {"high", "low"} and result["findings"]
