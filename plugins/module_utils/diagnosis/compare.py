@@ -122,6 +122,19 @@ def desync_finding(timeouts: List[dict], ranks: Dict[int, dict]) -> Optional[dic
                                  **_origin_fields(first[odd]["origin"])))
 
 
+def dumps_desync_finding(desync: dict, job, source: str) -> dict:
+    """collective_desync from flight-recorder dumps that record one collective differently."""
+    rank, other = desync["rank"], desync["other_rank"]
+    cause = (f"the flight-recorder dumps disagree (a desync): in process group {desync['pg']}, collective "
+             f"#{desync['seq']} is {desync['op']} with inputs {desync['sizes']} on rank {rank} but "
+             f"{desync['other_op']} with inputs {desync['other_sizes']} on rank {other}")
+    host = (job.ranks.get(rank) or {}).get("host")
+    made = finding("collective_desync", "error", cause, FIX_DESYNC, host=host, rank=rank, source=source, line=None,
+                   count=1)
+    made["evidence"] = f"flight recorder, process group {desync['pg']} #{desync['seq']}"
+    return made
+
+
 def _shape(shape) -> str:
     seq, op, numel = shape
     return f"{op} #{seq}" + (f" with NumelIn={numel}" if numel is not None else "")

@@ -49,7 +49,8 @@ from .rules import (
     transport_findings,
     version_findings,
 )
-from .flight_recorder import FlightRecorderError, compare_dumps, looks_like_pickle, read_dump
+from .compare import dumps_desync_finding
+from .flight_recorder import FlightRecorderError, compare_dumps, dumps_desync, looks_like_pickle, read_dump
 from .job import MARKERS as JOB_MARKERS
 from .job import JobEvidence
 from .lines import (
@@ -443,6 +444,9 @@ class _Log:
         dumps_verdict = compare_dumps(self.dumps) if self.dumps else None
         if dumps_verdict:
             dumps_verdict["source"] = ", ".join(d["name"] for d in self.dumps)
+        desync = dumps_desync(self.dumps) if len(self.dumps) > 1 else None
+        if desync:
+            findings.append(dumps_desync_finding(desync, self.job, ", ".join(d["name"] for d in self.dumps)))
         recognised = self._recognised(findings)
         if self.last_line is not None:
             self.stages.last = _origin(self.last_line, self.last_source)

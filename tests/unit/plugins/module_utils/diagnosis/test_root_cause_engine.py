@@ -255,3 +255,26 @@ def test_every_marker_holds_an_anchor():
     chosen = anchors(NEEDLES)
     assert all(any(anchor in needle for anchor in chosen) for needle in NEEDLES)
     assert len(chosen) < len(NEEDLES)
+
+
+def test_flight_recorder_dumps_that_record_one_collective_differently_are_a_desync(tmp_path):
+    import pickle
+
+    def dump(rank, op, size):
+        entries = [{"process_group": ("0", "default_pg"), "collective_seq_id": seq, "profiling_name": name,
+                    "state": "completed", "is_p2p": False, "input_sizes": [[shape]]}
+                   for seq, name, shape in ((1, "nccl:all_reduce", 8), (2, op, size))]
+        return pickle.dumps({"version": "2.4", "rank": rank, "entries": entries,
+                             "pg_config": {"0": {"ranks": "[0, 1, 2]"}},
+                             "pg_status": {"0": {"last_completed_collective": 1, "last_enqueued_collective": 2}}})
+
+    paths = []
+    for rank, op, size in ((0, "nccl:broadcast", 1024), (1, "nccl:broadcast", 4096), (2, "nccl:broadcast", 1024)):
+        path = tmp_path / f"nccl_trace_rank_{rank}"
+        path.write_bytes(dump(rank, op, size))
+        paths.append(path)
+    root = first(read_nccl_log_files(paths))
+    assert (root["code"], root["rank"]) == ("collective_desync", 1)
+    assert "[[4096]]" in root["cause"] and "[[1024]]" in root["cause"] and "#2 is broadcast" in root["cause"]
+    (tmp_path / "nccl_trace_rank_1").write_bytes(dump(1, "nccl:broadcast", 1024))
+    assert "collective_desync" not in {f["code"] for f in read_nccl_log_files(paths)["findings"]}
