@@ -42,7 +42,7 @@ _NOT_OWN_WORDS = ("NCCL", "nccl", "Gloo", "gloo", "ProcessGroup", "Watchdog", "T
                   "Connection refused", "SIGTERM", "SIGKILL", "received signal", "Address already in use",
                   "EADDRINUSE", "DistBackendError", "address already in use",
                   # a worker or child process that died: its own cause (a signal, a bus error) is elsewhere
-                  "exited unexpectedly", "killed by signal")
+                  "exited unexpectedly", "killed by signal", "mismatch between collectives")
 _OOM_WORDS = ("CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", "CUDA error: out of memory")
 
 FIX_EXCEPTION = ("fix the program where the traceback of that rank points (the last `File ..., line N` above "

@@ -57,6 +57,7 @@ _FORENSICS_RAS = "ncclkit-forensics: ras: "
 # of them (outside a torchrun report and a RAS report) tells the job nothing (diagnosis.log skips it).
 # (The rendezvous' start markers are looked for only while no rendezvous is known: see watching().)
 MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on signal", "srun: error:",
+           "Process name: [[", "Exit code:",
            "(exitcode: ", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL") + _RENDEZVOUS_DONE
 
 # States of a process that cannot make progress in a collective.
@@ -90,6 +91,7 @@ class JobEvidence:
         self._child: Optional[dict] = None        # the ChildFailedError failure being read
         self._in_report = False
         self._line_host = None
+        self._mpi_rank: Optional[int] = None     # Open MPI's "Process name: [[J,1],R]" before its "Exit code:"
 
     def add(self, line, origin) -> None:
         """line: diagnosis.lines.Line; origin: a callable giving {evidence, source, line, time} on demand."""
@@ -107,6 +109,8 @@ class JobEvidence:
             return
         if self._in_report or "ChildFailedError" in text or _REPORT_ROOT in text:
             self._child_block(text, origin)
+        if "Process name: [[" in text or (self._mpi_rank is not None and "Exit code:" in text):
+            self._mpi_exit(text, origin)
         if "exited on signal" in text:
             self._match_death(_MPI_SIGNAL, text, origin, "mpi")
         elif "srun: error:" in text:
@@ -175,6 +179,18 @@ class JobEvidence:
             death.update(pid=groups["pid"] or groups["pid2"], signal=9, oom=True,
                          comm=groups["comm"] or groups["comm2"], oom_host=self._line_host)
         self.deaths.append(death)
+
+    def _mpi_exit(self, text, origin) -> None:
+        # Open MPI: "The first process to do so was:\n  Process name: [[38612,1],3]\n  Exit code: 1"
+        match = re.search(r"Process name: \[\[\d+,\d+\],(\d+)\]", text)
+        if match:
+            self._mpi_rank = int(match.group(1))
+            return
+        code = re.search(r"Exit code:\s*(-?\d+)", text)
+        if code and int(code.group(1)):
+            self.deaths.append({"how": "mpi", "rank": self._mpi_rank, "exitcode": int(code.group(1)),
+                                "origin": origin()})
+        self._mpi_rank = None
 
     def _child_block(self, text, origin) -> None:
         # The report has no blank line inside: "[N]:" opens a failure, "key : value" lines fill it.

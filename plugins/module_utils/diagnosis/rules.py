@@ -249,11 +249,22 @@ RULES = (
           "the other nodes were not "
           "started or cannot reach MASTER_ADDR:MASTER_PORT",
           FIX_RENDEZVOUS),
+    _rule("rendezvous_connection_error", "error", "ncclUniqueId",
+          r"retrieving ncclUniqueId from \[(?P<src>\d+)\].*?got error: (?P<error>[^.]+)",
+          "this rank could not get NCCL's unique id from rank {src} through torch's store ({error}): rank {src} "
+          "failed before it published it, or the store (MASTER_ADDR:MASTER_PORT) became unreachable",
+          "find why rank {src} stopped (its own log: an exception, OOM or signal comes first); if it runs, "
+          + FIX_RENDEZVOUS),
     _rule("rendezvous_connection_error", "error", "RendezvousConnectionError",
           r"RendezvousConnectionError",
           "torchrun could not connect to the C10d rendezvous store at --rdzv_endpoint",
           FIX_RENDEZVOUS),
 
+    _rule("collective_desync", "error", "mismatch between collectives",
+          r"Detected mismatch between collectives on ranks\.?\s*(?P<detail>.*)",
+          "torch (TORCH_DISTRIBUTED_DEBUG=DETAIL) found the ranks in different collectives (a desync): {detail}",
+          "the program, not the network: every rank must call the same collectives in the same order with "
+          "tensors of the same shape; the message names each rank's collective, shape and sequence number"),
     _rule("collective_desync", "error", "collective mismatch",
           r"collective mismatch error,? local size (?P<local>\d+),? remote size (?P<remote>\d+)",
           "NCCL reports a collective mismatch: this rank posted {local} bytes, its peer {remote} bytes: the ranks "

@@ -278,3 +278,24 @@ def test_flight_recorder_dumps_that_record_one_collective_differently_are_a_desy
     assert "[[4096]]" in root["cause"] and "[[1024]]" in root["cause"] and "#2 is broadcast" in root["cause"]
     (tmp_path / "nccl_trace_rank_1").write_bytes(dump(1, "nccl:broadcast", 1024))
     assert "collective_desync" not in {f["code"] for f in read_nccl_log_files(paths)["findings"]}
+
+
+def test_torch_s_own_desync_check_and_a_missing_unique_id_are_named():
+    detail = ("[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: "
+              "CollectiveFingerPrint(SequenceNumber=12, OpType=BROADCAST, TensorShape=[2048]), but Rank 0 is running "
+              "collective: CollectiveFingerPrint(SequenceNumber=12, OpType=BROADCAST, TensorShape=[1024])\n")
+    root = first(read_nccl_log(detail))
+    assert (root["code"], root["rank"]) == ("collective_desync", 1) and "TensorShape=[2048]" in root["cause"]
+    unique = ("[rank1]: torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving "
+              "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Connection "
+              "reset by peer\n")
+    root = first(read_nccl_log(unique))
+    assert root["code"] == "rendezvous_connection_error" and "rank 0" in root["cause"]
+
+
+def test_open_mpi_s_first_failed_process_is_rank_failed():
+    text = ("mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+            "the job to be terminated. The first process to do so was:\n\n"
+            "  Process name: [[38612,1],3]\n  Exit code:    1\n")
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["rank"]) == ("rank_failed", 3)
