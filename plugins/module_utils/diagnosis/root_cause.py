@@ -96,7 +96,14 @@ def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems
 def _own_root(findings: List[dict], roots: List[dict]) -> Optional[dict]:
     """A rank's own error (an exception, CUDA OOM, an OOM kill): the earliest of them."""
     own = [f for f in findings + roots if f["code"] in OWN_CODES and f["severity"] == "error"]
-    return _earliest(sorted(own, key=sort_key)) if own else None
+    if not own:
+        return None
+    root = _earliest(sorted(own, key=sort_key))
+    # A rank killed or crashed (SIGKILL, SIGSEGV) before it, by the clocks, came first.
+    for death in roots:
+        if death["_class"] == 0 and death["code"] == "rank_killed" and earlier(death.get("time"), root.get("time")):
+            root = death
+    return root
 
 
 def _setup_root(findings: List[dict], roots: List[dict], job) -> Optional[dict]:

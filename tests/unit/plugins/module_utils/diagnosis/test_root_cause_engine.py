@@ -299,3 +299,11 @@ def test_open_mpi_s_first_failed_process_is_rank_failed():
             "  Process name: [[38612,1],3]\n  Exit code:    1\n")
     root = first(read_nccl_log(text))
     assert (root["code"], root["rank"]) == ("rank_failed", 3)
+
+
+def test_a_kill_the_clocks_show_before_an_exception_comes_first():
+    kill = "E1205 04:40:00.000000 2830 api.py:869] failed (exitcode: -9) local_rank: 1 (pid: 11) of binary: x\n"
+    exception = ("[rank0]:[E1205 04:45:00.000000 10 x.py:1] Traceback (most recent call last):\n"
+                 "[rank0]: AssertionError: loss is nan\n")
+    assert first(read_nccl_log(kill + exception))["code"] == "rank_killed"
+    assert first(read_nccl_log(kill.replace("04:40:00", "04:46:00") + exception))["code"] == "rank_exception"
