@@ -389,8 +389,9 @@ def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) ->
              f"{suspect}" + (": " + "; ".join(reasons) if reasons else
                              " (collect forensics while it hangs: process states, py-spy, NCCL RAS)")
              + timeout_text)
+    # Without a named suspect the evidence only points at a hang: low confidence, and the fix says what to collect.
     return dict(origin, code="hang_in_collective", severity="error", host=host, rank=rank, count=1,
-                consequence_of=None, cause=cause, fix=FIX_COLLECTIVE)
+                consequence_of=None, cause=cause, fix=FIX_COLLECTIVE, confidence="high" if rank is not None else "low")
 
 
 def _first_origin(ras, dumps_verdict) -> dict:
@@ -409,7 +410,7 @@ def _rendezvous_hang(job, settle_host) -> Optional[dict]:
     origin = job.rendezvous or {"evidence": "", "source": None, "line": None}
     stage = ("the distributed start" if job.rendezvous else "NCCL's init (Init START, never COMPLETE)")
     return dict(origin, code="hang_in_rendezvous", severity="error", host=settle_host(None), rank=None, count=1,
-                consequence_of=None,
+                consequence_of=None, confidence="low",
                 cause=(f"hang in the rendezvous: the log stops at {stage} and no communicator finished init, "
                        "with no error: the ranks never met. torch's store (MASTER_ADDR:MASTER_PORT), Gloo or "
                        "NCCL's bootstrap cannot reach the other nodes: usually the hostname resolves to an "
