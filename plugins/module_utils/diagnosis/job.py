@@ -57,7 +57,7 @@ _FORENSICS_RAS = "ncclkit-forensics: ras: "
 # of them (outside a torchrun report and a RAS report) tells the job nothing (diagnosis.log skips it).
 # (The rendezvous' start markers are looked for only while no rendezvous is known: see watching().)
 MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on signal", "srun: error:",
-           "Process name: [[", "Exit code:",
+           "Process name: [[", "Exit code:", "OOMKilled", "Name:", "memory:",
            "(exitcode: ", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL") + _RENDEZVOUS_DONE
 
 # States of a process that cannot make progress in a collective.
@@ -92,6 +92,7 @@ class JobEvidence:
         self._in_report = False
         self._line_host = None
         self._mpi_rank: Optional[int] = None     # Open MPI's "Process name: [[J,1],R]" before its "Exit code:"
+        self._pod: Optional[dict] = None          # the pod `kubectl describe` is describing
 
     def add(self, line, origin) -> None:
         """line: diagnosis.lines.Line; origin: a callable giving {evidence, source, line, time} on demand."""
@@ -109,6 +110,8 @@ class JobEvidence:
             return
         if self._in_report or "ChildFailedError" in text or _REPORT_ROOT in text:
             self._child_block(text, origin)
+        if "OOMKilled" in text or text.startswith(("Name:", "Node:")) or ("memory:" in text and self._pod):
+            self._kubernetes(text, origin)
         if "Process name: [[" in text or (self._mpi_rank is not None and "Exit code:" in text):
             self._mpi_exit(text, origin)
         if "exited on signal" in text:
@@ -179,6 +182,23 @@ class JobEvidence:
             death.update(pid=groups["pid"] or groups["pid2"], signal=9, oom=True,
                          comm=groups["comm"] or groups["comm2"], oom_host=self._line_host)
         self.deaths.append(death)
+
+    def _kubernetes(self, text, origin) -> None:
+        # `kubectl describe pod`: "Name: trainjob-worker-1", "Node: gpu-node-14/10.12.0.14", "Reason: OOMKilled".
+        stripped = text.strip()
+        if stripped.startswith("Name:"):
+            self._pod = {"pod": stripped[5:].strip()}
+        elif stripped.startswith("Node:") and self._pod is not None:
+            self._pod["node"] = stripped[5:].strip().split("/", 1)[0]
+        elif stripped.startswith("memory:") and self._pod is not None and self._pod.get("death"):
+            self._pod["death"].setdefault("limit", f"memory limit {stripped[7:].strip()}")
+        elif "OOMKilled" in text:
+            pod = self._pod or {}
+            death = {"how": "kube", "oom": True, "signal": 9, "pod": pod.get("pod"), "node": pod.get("node"),
+                     "origin": origin()}
+            self.deaths.append(death)
+            if self._pod is not None:
+                self._pod["death"] = death
 
     def _mpi_exit(self, text, origin) -> None:
         # Open MPI: "The first process to do so was:\n  Process name: [[38612,1],3]\n  Exit code: 1"

@@ -25,7 +25,7 @@ _BINARY_SAMPLE = 64 * 1024
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # What may stand before the text a program wrote, possibly several in a row: launcher labels
-# (mpirun --tag-output "[1,0]<stdout>:", torchrun "[rank0]:" and "[default0]:", MPICH "[0] ", Ray
+# (mpirun --tag-output "[1,0]<stdout>:", horovodrun's "[0]<stdout>:", torchrun "[rank0]:" and "[default0]:", MPICH "[0] ", Ray
 # "(RayTrainWorker pid=812, ip=10.0.0.2)", kubectl --prefix "[pod/x/c]"), timestamps (NCCL's
 # "[2025-10-16 22:16:08]", ISO-8601 ones of log collectors with their "|" columns and CRI's "stdout F",
 # syslog's "Dec  5 04:47:09 host kernel:", dmesg's "[ 123.456]"), and colour codes whose escape
@@ -33,7 +33,7 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _STAMP = r"\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?: ?(?:Z|[+-]\d\d:?\d\d|UTC))?"
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _LABEL = re.compile(
-    r"\s*(?:\[(?P<mpi>\d+,\d+)\]<(?:stdout|stderr)>: ?|\[(?P<torch>rank\d+)\]: ?|\[(?P<default>default\d+)\]: ?"
+    r"\s*(?:\[(?P<mpi>\d+,\d+)\]<(?:stdout|stderr)>: ?|\[(?P<hvd>\d+)\]<(?:stdout|stderr)>: ?|\[(?P<torch>rank\d+)\]: ?|\[(?P<default>default\d+)\]: ?"
     r"|\[(?P<idx>\d+)\] |\[(?P<colour>[0-9;]*)m ?"
     r"|\[(?P<bstamp>" + _STAMP + r")\] ?"
     r"|(?P<stamp>" + _STAMP + r")(?: *\| *| +(?:stdout|stderr) [FP] | +)"
@@ -222,6 +222,11 @@ def split_lines(text: str):
         yield parse_line(number, raw[:MAX_LINE])
 
 
+# Line records are built by tuple's own constructor: NamedTuple's __new__ is a Python function, and
+# this runs once per line of logs of several GB.
+_new = tuple.__new__
+
+
 def parse_line(number: int, raw: str) -> Line:
     text = ANSI.sub("", raw) if "\x1b" in raw else raw
     nccl = "NCCL" in text
@@ -230,7 +235,7 @@ def parse_line(number: int, raw: str) -> Line:
         match = NCCL_LINE.match(text)
         if match:
             host, level, msg = match.group("host", "level", "msg")
-            return Line(number, text, None, host, level, msg.strip(), None)
+            return _new(Line, (number, text, None, host, level, msg.strip(), None))
     label = stamp = syslog_host = None
     first = text[:1]
     if first in _PREFIX_STARTS or (text[:3] in _MONTHS and text[3:4] == " ") or (
@@ -250,18 +255,19 @@ def parse_line(number: int, raw: str) -> Line:
         match = NCCL_LINE.match(text) or NCCL_LINE.search(text)
         if match:
             host, level, msg = match.group("host", "level", "msg")
-            return Line(number, text, label, host, level, msg.strip(), stamp)
+            return _new(Line, (number, text, label, host, level, msg.strip(), stamp))
         match = NCCL_BARE.search(text) if nccl else None
         if match:
-            return Line(number, text, label, syslog_host, match.group("level"), match.group("msg").strip(), stamp)
+            return _new(Line, (number, text, label, syslog_host, match.group("level"), match.group("msg").strip(),
+                                stamp))
     match = TEST_FAILURE.search(text) if "Test " in text else None
     host = match.group("host") if match else syslog_host
-    return Line(number, text, label, host, None, text.strip(), stamp)
+    return _new(Line, (number, text, label, host, None, text.strip(), stamp))
 
 
 # Launcher labels, the most specific first (a torchrun "[rank3]:" inside mpirun's "[1,3]<stdout>:"
 # names the same process); colour codes are no label.
-_LABEL_KINDS = {"mpi": 0, "torch": 1, "default": 2, "ray": 3, "rayip": 3, "kube": 4, "idx": 5, "srun": 5}
+_LABEL_KINDS = {"mpi": 0, "hvd": 0, "torch": 1, "default": 2, "ray": 3, "rayip": 3, "kube": 4, "idx": 5, "srun": 5}
 
 
 def _strip_prefixes(text: str) -> Tuple[Optional[str], Optional[str], Optional[str], str]:

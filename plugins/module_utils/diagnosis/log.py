@@ -239,7 +239,8 @@ class _Log:
         self.stages = Stages()
         self.source_ranks: Dict[str, set] = {}  # source -> up to two ranks its lines name (one file per rank)
         self.runtime: Dict[str, Dict[str, dict]] = {"torch": {}, "CUDA": {}}  # what -> {host or label: {v: origin}}
-        self.env_origins: Dict[tuple, dict] = {}  # (host, NCCL_* name) -> origin of the line that set it
+        self.env_origins: Dict[tuple, dict] = {}  # (host, NCCL_* name) -> origin of a line that set that value
+        self.shared_origins: Dict[tuple, dict] = {}  # a (kind, value) -> the origin of its first line
 
     def add_dump(self, source: str, data: bytes) -> None:
         try:
@@ -265,12 +266,12 @@ class _Log:
         self.last_line = line
         self.last_source = source
         dummy, text, label, host, level, msg, dummy = line
-        origin = lambda: _origin(line, source)  # noqa: E731 (built only for the few lines that matter)
         stages, job = self.stages, self.job
         if level:
             stages.torch = True
             # NCCL's lines tell the job and its stages only about communicators and their init.
             if "nranks" in msg or "nRanks" in msg or "Init " in msg or "Connected all" in msg or "Destroy" in msg:
+                origin = lambda: _origin(line, source)  # noqa: E731 (called for the few lines that matter)
                 job.add(line, origin)
                 stages.add(line, origin)
         else:
@@ -281,6 +282,7 @@ class _Log:
             if not (job.watching() or stages.tests is not None or self.tracebacks.open or text[:1] == "#"
                     or any(map(text.__contains__, _LINE_ANCHORS))):
                 return
+            origin = lambda: _origin(line, source)  # noqa: E731
             job.add(line, origin)
             stages.add(line, origin)
         if host:
@@ -303,6 +305,14 @@ class _Log:
                 self._own_error(line, source)
             if "ersion" in text or "torch==" in text:
                 self._runtime(line, source)
+
+    def _shared(self, value: tuple, line: Line, source: str) -> dict:
+        """The origin of the first line that showed this value, one object shared by every host that
+        shows it: thousands of hosts with one version or setting keep one evidence string, not thousands."""
+        origin = self.shared_origins.get(value)
+        if origin is None:
+            origin = self.shared_origins[value] = _origin(line, source)
+        return origin
 
     def _own_error(self, line: Line, source: str) -> None:
         found = self.tracebacks.feed(line, source)
@@ -328,7 +338,7 @@ class _Log:
                 version = next(v for v in match.groups() if v)
                 seen = self.runtime[what].setdefault(where, {})
                 if version not in seen and len(seen) < 4:
-                    seen[version] = _origin(line, source)
+                    seen[version] = self._shared((what, version), line, source)
 
     def _host(self, name: str) -> dict:
         if name not in self.hosts:
@@ -358,11 +368,13 @@ class _Log:
         if version and version not in host["versions"]:
             host["versions"][version] = _origin(line, source)
             if "+cuda" in version:
-                self.runtime["CUDA"].setdefault(line.host, {}).setdefault(version.split("+cuda", 1)[1],
-                                                                          _origin(line, source))
+                cuda = version.split("+cuda", 1)[1]
+                self.runtime["CUDA"].setdefault(line.host, {}).setdefault(cuda, self._shared(("CUDA", cuda), line,
+                                                                                             source))
         if setting:
             host["env"][setting[0]] = setting[1]
-            self.env_origins.setdefault((line.host, setting[0]), _origin(line, source))
+            if (line.host, setting[0]) not in self.env_origins:
+                self.env_origins[(line.host, setting[0])] = self._shared(setting, line, source)
         # A channel over NET/ joins ranks that NCCL sees on different nodes.
         if ("nranks" in msg or "nRanks" in msg) and "comm " in msg:
             ranks = self.source_ranks.setdefault(source, set())
@@ -397,13 +409,15 @@ class _Log:
                 self.meanings[key] = found
         else:
             found = match_line(line.text, self.expected)
+        # A line that names its host needs no label to settle it: one entry per host, not per rank.
+        label = None if line.host else line.label
         for finding in found:
-            key = (finding["code"], line.host, line.label, source, finding["cause"])
+            key = (finding["code"], line.host, label, source, finding["cause"])
             if key in self.pending:
                 self.pending[key]["count"] += 1
             else:
                 self.pending[key] = dict(finding, count=1, _pid=_pid(line) if line.host else None,
-                                         **_origin(line, source))
+                                         _label=line.label, **_origin(line, source))
 
     # ---- the end ----
 
@@ -428,7 +442,7 @@ class _Log:
                 if "+cuda" in version:
                     self.runtime["CUDA"].setdefault(host, {}).setdefault(version.split("+cuda", 1)[1], origin)
         findings = [dict(finding, host=host or settle(label, source),
-                         rank=self._rank(finding, host, label, source))
+                         rank=self._rank(finding, host, finding.get("_label", label), source))
                     for (dummy, host, label, source, dummy), finding in self.pending.items()]
         for finding in findings:
             if finding["code"] in ("rank_exception", "cuda_oom"):

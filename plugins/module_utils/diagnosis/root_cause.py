@@ -115,8 +115,10 @@ def _setup_root(findings: List[dict], roots: List[dict], job) -> Optional[dict]:
     unconnected = any(f["code"] in CONNECTION_FAILURES or (f["code"] in _INIT_FAILURES and not job.init_done_hosts)
                       for f in errors)
     failing = errors or roots or job.timeouts
-    explained = any(f["code"] not in CONSEQUENCES and f["code"] not in FOLLOWERS for f in errors)
     for finding in findings:
+        # Explained by another error, unless that one is the same code (a more specific line of it).
+        explained = any(f["code"] not in CONSEQUENCES and f["code"] not in FOLLOWERS and f["code"] != finding["code"]
+                        for f in errors)
         if finding["code"] == "collective_desync" and finding["severity"] == "warning" and failing \
                 and not explained:
             finding["severity"] = "error"
@@ -300,7 +302,8 @@ def _death_finding(death: dict, job, settle_host) -> dict:
     nccl = job.ranks.get(rank) if rank is not None else None
     named = (nccl or {}).get("host") or death.get("host") or death.get("node")
     host = settle_host(named)
-    who = f"rank {rank}" if rank is not None else f"pid {death.get('pid')}"
+    who = f"rank {rank}" if rank is not None else f"pod {death['pod']}" if death.get("pod") else \
+        f"pid {death.get('pid')}"
     where = f" on {named}" if named else ""
     pid = death.get("pid") or (nccl or {}).get("pid")
     notes = [f"pid {pid}"] if pid and rank is not None else []
@@ -311,6 +314,9 @@ def _death_finding(death: dict, job, settle_host) -> dict:
     if death.get("oom"):
         code = "oom_killed"
         how = "was killed by the kernel's OOM killer (signal 9): the host (or its cgroup) ran out of memory"
+        if death.get("pod"):
+            how = ("was OOMKilled by Kubernetes (exit code 137): its container reached its memory limit"
+                   + (f" ({death['limit']})" if death.get("limit") else ""))
         fix = ("give the job more host memory or use less (smaller batch, fewer data-loader workers, no dataset "
                "held in memory per rank); `dmesg -T | grep -i -e oom -e 'killed process'` shows what was using it")
     elif sig is not None:

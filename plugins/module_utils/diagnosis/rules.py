@@ -178,6 +178,19 @@ RULES = (
           "or the Kubernetes EFA device plugin's vpc.amazonaws.com/efa resource), and check `fi_info -p efa` "
           "inside it; on a host without EFA attach an EFA interface and install the EFA software",
           escalate="efa"),
+    _rule("efa_missing", "error", "not found",
+          r"Error: network (?P<net>[^.]*(?:Libfabric|OFI)[^.]*) not found",
+          "NCCL_NET asks for the {net} network (aws-ofi-nccl), but its plugin found no usable EFA provider, so NCCL "
+          "fails with invalid usage: the EFA devices are not visible here (not mapped into the container) or the "
+          "EFA software is missing",
+          "map the EFA devices into the container (`--device=/dev/infiniband/uverbs0 ...` for each, or the "
+          "Kubernetes EFA device plugin's vpc.amazonaws.com/efa resource), check `fi_info -p efa` inside it; or "
+          "unset NCCL_NET to let NCCL fall back to sockets"),
+    _rule("ib_missing", "error", "not found",
+          r"Error: network (?P<net>IB\S*) not found",
+          "NCCL_NET={net} asks for InfiniBand, but NCCL found no usable IB device, so NCCL fails with invalid usage",
+          "check `ibv_devinfo` (a port in state PORT_ACTIVE) and that the devices are visible in the container "
+          "(--device=/dev/infiniband, --cap-add IPC_LOCK); or unset NCCL_NET"),
     _rule("ib_gid_error", "error", ("GidIndex", "RoceGetVersionNum", "ibv_query_gid", "GID", "gid index"),
           # "GID table change" (an async event): the address behind a GID moved, e.g. a NIC re-addressed.
           r"(?:ncclIbRoceGetVersionNum|ncclIbGetGidIndex|Call to ibv_query_gid failed|GID table change|"
@@ -439,6 +452,10 @@ def sort_key(finding: dict):
             finding.get("_rule", len(RULES)), finding.get("line") or 0)
 
 
+# Groups quoted at more length: torch's desync message names two collectives, each with its shape.
+_GROUP_CHARS = {"detail": 900}
+
+
 class _Blank(dict):
     def __missing__(self, key):
         return "?"
@@ -464,7 +481,7 @@ def match_line(text: str, expected_transport: str = "any") -> List[dict]:
             continue
         seen.add(rule.code)
         # A group of the pattern that took no part is empty; a name the pattern lacks prints "?".
-        values = _Blank({k: (v or "").strip()[:200] for k, v in match.groupdict().items()})
+        values = _Blank({k: (v or "").strip()[:_GROUP_CHARS.get(k, 200)] for k, v in match.groupdict().items()})
         if values.get("peer"):
             values["peer"] = describe_peer(values["peer"])
         values["with"] = f"with {values['peer']} " if values.get("peer") else ""

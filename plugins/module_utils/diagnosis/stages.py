@@ -23,14 +23,18 @@ _LIGHTNING_START = ("Initializing distributed: GLOBAL_RANK", "| Name ", "Sanity 
 _LIGHTNING_END = ("`Trainer.fit` stopped", "Trainer.fit stopped")
 # torchrun's agent and launchers that say the job ended (successfully or not).
 _JOB_END = ("Local worker group finished", "Done waiting for other agents", "worker group successfully finished",
-            "Training completed", "training completed", "Training finished", "training finished")
+            "Training completed", "training completed", "Training finished", "training finished",
+            "exits successfully",  # DeepSpeed's launcher: "Process 7001 exits successfully."
+            "Shutting down background thread")  # Horovod, at hvd.shutdown()
+# Launchers that start a torch.distributed job without NCCL lines of their own.
+_LAUNCHER_START = ("in DeepSpeed with backend", "Starting elastic_operator", "horovod/common")
 
 
 # Every substring Stages.add() looks for in a line that is not NCCL's own (besides "#" lines and the
 # rows of an open nccl-tests table).
 # ("Epoch N:" alone does not start a fit here: Lightning's start lines come first.)
-MARKERS = _LIGHTNING_START + _LIGHTNING_END + _JOB_END + ("GLOBAL_RANK", "Trainer.fit", "inished", "ompleted",
-                                                          "Done waiting")
+MARKERS = _LIGHTNING_START + _LIGHTNING_END + _JOB_END + _LAUNCHER_START + (
+    "GLOBAL_RANK", "Trainer.fit", "inished", "ompleted", "Done waiting", "exits successfully", "Shutting down")
 
 
 class Stages:
@@ -75,9 +79,14 @@ class Stages:
         if "Trainer.fit" in text and any(marker in text for marker in _LIGHTNING_END):
             self.fit_done = True
             self.recognised += 1
-        if ("inished" in text or "ompleted" in text or "Done waiting" in text) and \
-                any(marker in text for marker in _JOB_END):
+        if ("inished" in text or "ompleted" in text or "Done waiting" in text or "exits successfully" in text
+                or "Shutting down" in text) \
+                and any(marker in text for marker in _JOB_END):
             self.job_end = True
+            self.recognised += 1
+        if not self.torch and any(marker in text for marker in _LAUNCHER_START):
+            self.torch = True
+            self.recognised += 1
 
     def _tests(self, text: str, origin) -> None:
         stripped = text.lstrip()
