@@ -25,8 +25,9 @@ _BINARY_SAMPLE = 64 * 1024
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # What may stand before the text a program wrote, possibly several in a row: launcher labels
-# (mpirun --tag-output "[1,0]<stdout>:", horovodrun's "[0]<stdout>:", torchrun "[rank0]:" and "[default0]:", MPICH "[0] ", Ray
-# "(RayTrainWorker pid=812, ip=10.0.0.2)", kubectl --prefix "[pod/x/c]"), timestamps (NCCL's
+# (mpirun --tag-output "[1,0]<stdout>:", horovodrun's "[0]<stdout>:", torchrun "[rank0]:" and "[default0]:",
+# MPICH "[0] ", srun --label "0: ", pdsh "node1: ", Ray "(RayTrainWorker pid=812, ip=10.0.0.2)", kubectl
+# --prefix "[pod/x/c]"), timestamps (NCCL's
 # "[2025-10-16 22:16:08]", ISO-8601 ones of log collectors with their "|" columns and CRI's "stdout F",
 # syslog's "Dec  5 04:47:09 host kernel:", dmesg's "[ 123.456]"), and colour codes whose escape
 # character was lost on the way ("[0m ").

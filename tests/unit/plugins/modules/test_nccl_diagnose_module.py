@@ -24,12 +24,13 @@ def run(capsys, args):
 def test_a_failed_log_reports_findings_facts_and_one_msg_line_per_error(capsys):
     code, result = run(capsys, {"path": str(BAD_IFNAME)})
     assert code == 0 and result["changed"] is False and "failed" not in result
-    assert [f["code"] for f in result["findings"]] == ["no_socket_interface", "test_nccl_failure"]
+    # Open MPI's "Process name: [[J,1],0] / Exit code: 3" is rank 0's exit, after the root cause too.
+    assert [f["code"] for f in result["findings"]] == ["no_socket_interface", "test_nccl_failure", "rank_failed"]
     facts = result["ansible_facts"]["nccl_diagnose"]
     assert facts["findings"] == result["findings"] and set(facts["hosts"]) == {"node0", "node1"}
     lines = result["msg"].splitlines()
     assert len(lines) == 2 and lines[0].startswith("node0: NCCL found no network interface")
-    assert lines[1] == "1 later error(s) follow from no_socket_interface: test_nccl_failure"
+    assert lines[1] == "2 later error(s) follow from no_socket_interface: test_nccl_failure, rank_failed"
     assert result["findings"][1]["consequence_of"] == "no_socket_interface"
     assert " -> set NCCL_SOCKET_IFNAME to the cluster NIC" in lines[0]
     assert result["findings"][0]["source"] == str(BAD_IFNAME)
