@@ -45,7 +45,9 @@ _LABEL = re.compile(
     r"|(?P<syslog>(?:" + "|".join(_MONTHS) + r") [ \d]\d \d\d:\d\d:\d\d) (?P<sysloghost>[\w.\-]+) "
     r"[\w./\-]+(?:\[\d+\])?: "
     r"|(?P<srun>\d+): "                                                   # srun --label
-    r"|(?P<pdsh>[a-z][a-z0-9\-]*\d[a-z0-9.\-]*|\d+\.\d+\.\d+\.\d+): (?!Test ))")  # pdsh/clush: "node1: "
+    # pdsh/clush: "node1: " (a name with a digit; not a program's own "rank1:", "epoch3:", "step10:")
+    r"|(?P<pdsh>(?!rank|epoch|step|iter|batch|layer|cuda)[a-z][a-z0-9\-]*\d[a-z0-9.\-]*|\d+\.\d+\.\d+\.\d+)"
+    r": (?!Test ))")
 # All the prefixes of a line in one match; what they say is read once per distinct prefix (a file
 # repeats a few: its ranks' labels, the stamp of the current second).
 _PREFIXES = re.compile(r"(?:" + _LABEL.pattern + r")+")
