@@ -33,6 +33,7 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # character was lost on the way ("[0m ").
 _STAMP = r"\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?: ?(?:Z|[+-]\d\d:?\d\d|UTC))?"
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MONTH_SET = frozenset(_MONTHS)
 _LABEL = re.compile(
     r"\s*(?:\[(?P<mpi>\d+,\d+)\]<(?:stdout|stderr)>: ?|\[(?P<hvd>\d+)\]<(?:stdout|stderr)>: ?|\[(?P<torch>rank\d+)\]: ?|\[(?P<default>default\d+)\]: ?"
     r"|\[(?P<idx>\d+)\] |\[(?P<colour>[0-9;]*)m ?"
@@ -141,6 +142,7 @@ class StreamReader:
         self.bad = 0  # lines with undecodable bytes
         self.notes: List[str] = []
         self._head = None
+        self._cr = False  # whether the text decoded last holds a carriage return
 
     def _read(self, count: int) -> bytes:
         data = self.handle.read(count)
@@ -175,6 +177,11 @@ class StreamReader:
             chunks.append(chunk)
 
     def lines(self):
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self):
+        """The Line records of each chunk read, as a list: the per-line work stays in list comprehensions."""
         head = self.head()
         if _looks_binary(head.replace(b"\x00", b"")):
             raise NcclLogError(f"{self.source}: looks like a binary file, not a text log")
@@ -185,21 +192,25 @@ class StreamReader:
             # A line is cut at MAX_LINE characters anyway: an endless one is not kept whole.
             pending = data[cut + 1:][:MAX_LINE * 4]
             if cut >= 0:
-                for text in self._decode(data[:cut]):
-                    # Bare carriage returns (progress bars) break lines as str.splitlines() does,
-                    # so that a file read in chunks numbers its lines as the same text in memory.
-                    for piece in (text.splitlines() or [""]) if "\r" in text else (text,):
-                        number += 1
-                        yield parse_line(number, piece[:MAX_LINE])
+                texts = self._pieces(self._decode(data[:cut]))
+                yield [parse_line(index, text) for index, text in enumerate(texts, start=number + 1)]
+                number += len(texts)
             chunk = self._read(_CHUNK)
         if pending:
-            for text in self._decode(pending):
-                for piece in text.splitlines():
-                    number += 1
-                    yield parse_line(number, piece[:MAX_LINE])
+            texts = self._pieces([piece for text in self._decode(pending) for piece in text.splitlines()])
+            yield [parse_line(index, text) for index, text in enumerate(texts, start=number + 1)]
         if self.bad:
             self.notes.append(f"{self.source}: not valid UTF-8; {self.bad} line(s) had undecodable bytes replaced "
                               "with U+FFFD")
+
+    def _pieces(self, texts: List[str]) -> List[str]:
+        # Bare carriage returns (progress bars) break lines as str.splitlines() does, so that a file
+        # read in chunks numbers its lines as the same text in memory; long lines are cut.
+        if self._cr:
+            texts = [piece for text in texts for piece in ((text.splitlines() or [""]) if "\r" in text else (text,))]
+        if texts and max(map(len, texts)) > MAX_LINE:
+            texts = [text[:MAX_LINE] for text in texts]
+        return texts
 
     def _decode(self, body: bytes) -> List[str]:
         """The lines of a run of whole lines; decoded in one call unless some line is not UTF-8."""
@@ -216,6 +227,7 @@ class StreamReader:
             text = "\n".join(texts)
         if "\x00" in text:
             text = text.replace("\x00", "")  # zero padding from a crash
+        self._cr = "\r" in text
         return text.split("\n")
 
 
@@ -241,9 +253,9 @@ def parse_line(number: int, raw: str) -> Line:
             return _new(Line, (number, text, None, host, level, msg.strip(), None))
     label = stamp = syslog_host = None
     first = text[:1]
-    if first in _PREFIX_STARTS or (text[:3] in _MONTHS and text[3:4] == " ") or (
+    if first in _PREFIX_STARTS or (text[:3] in _MONTH_SET and text[3:4] == " ") or (
             # pdsh/clush's "node1: ": the first space follows a colon (an NCCL line's follows its tid)
-            first.islower() and text[text.find(" ", 0, 64) - 1:text.find(" ", 0, 64)] == ":"):
+            first.islower() and text.find(": ", 1, 64) == text.find(" ", 1, 64) - 1 > 0):
         match = _PREFIXES.match(text)
         if match and match.end():
             prefix = text[:match.end()]

@@ -82,6 +82,8 @@ _MEANINGS = 8192  # distinct NCCL messages remembered at once
 # tracebacks, versions), and a few short pieces that every one of them holds.
 _MARKERS = NEEDLES + JOB_MARKERS + STAGE_MARKERS + (TRACEBACK, "ersion", "torch==", "NCCL version", "Test ")
 _LINE_ANCHORS = anchors(_MARKERS)
+# Two-letter pieces first: a line holding none of these (most lines) is passed over after 17 tests, not 47.
+_LINE_PAIRS = anchors(_MARKERS, 2)
 _COMM_RANK = re.compile(r"\bcomm \S+ rank (?P<rank>\d+) n[Rr]anks \d+")
 _LABEL_RANK = re.compile(r"^(?:rank|\d+,)?(?P<rank>\d+)$")
 _FILE_RANK = re.compile(r"(?:^|[^a-z])rank[_\-.]?(?P<rank>\d+)(?!\d)", re.I)
@@ -174,8 +176,10 @@ def _read_stream(log, source: str, path, budget: list) -> None:
         elif _looks_like_ras_json(head.decode("utf-8", "replace")):
             log.add_ras_json(source, decode(reader.rest(), source, budget[0])[0])
         else:
-            for line in reader.lines():
-                log.add(source, line)
+            add = log.add
+            for batch in reader.batches():
+                for line in batch:
+                    add(source, line)
         log.notes.extend(reader.notes)
     except (OSError, EOFError, zlib.error) as error:
         raise NcclLogError(f"{source}: cannot read: {getattr(error, 'strerror', None) or error}{READ_FIX}") from None
@@ -280,7 +284,7 @@ class _Log:
             # The cheap prefilter: a line outside any open block that holds no marker of any reader
             # (nearly every line of a training log) is counted and nothing more.
             if not (job.watching() or stages.tests is not None or self.tracebacks.open or text[:1] == "#"
-                    or any(map(text.__contains__, _LINE_ANCHORS))):
+                    or (any(map(text.__contains__, _LINE_PAIRS)) and any(map(text.__contains__, _LINE_ANCHORS)))):
                 return
             origin = lambda: _origin(line, source)  # noqa: E731
             job.add(line, origin)
