@@ -21,6 +21,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.common.findings im
 from .timeline import line_time
 
 TRACEBACK = "Traceback (most recent call last)"
+IGNORED = "Exception ignored in"
 # "ValueError: bad batch", "torch.OutOfMemoryError: CUDA out of memory. ...", "KeyError: 'x'", "AssertionError"
 _EXCEPTION = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure))"
                         r"(?:: ?(?P<message>.*))?$")
@@ -67,13 +68,20 @@ class Tracebacks:
     """Open tracebacks per stream; feed() returns a finding when a rank's own exception line ends one."""
 
     def __init__(self):
-        self.open: Dict[tuple, dict] = {}  # (source, label, host) -> {lines, frame}
+        self.open: Dict[tuple, dict] = {}  # (source, label, host) -> {lines, frame, time, ignored}
+        self.ignored: Dict[tuple, bool] = {}  # streams whose next traceback Python said it ignored
 
     def feed(self, line, source: str) -> Optional[dict]:
         text = line.text
         key = (source, line.label, line.host)
         if TRACEBACK in text:
-            self.open[key] = {"lines": 0, "frame": None, "time": line_time(line)}
+            self.open[key] = {"lines": 0, "frame": None, "time": line_time(line),
+                              "ignored": self.ignored.pop(key, False)}
+            return None
+        if IGNORED in text:
+            # Python's "Exception ignored in: <function ...__del__>": a traceback at shutdown that
+            # changed nothing (a DataLoader worker's, a finalizer's).
+            self.ignored[key] = True
             return None
         state = self.open.get(key)
         if state is None:
@@ -99,6 +107,8 @@ class Tracebacks:
         if not match:
             return None  # another process's line in between: the traceback goes on
         del self.open[key]
+        if state["ignored"]:
+            return None
         exc_type, message = match.group("type"), (match.group("message") or "").strip()
         code = classify(exc_type, message)
         if code is None:

@@ -307,3 +307,13 @@ def test_a_kill_the_clocks_show_before_an_exception_comes_first():
                  "[rank0]: AssertionError: loss is nan\n")
     assert first(read_nccl_log(kill + exception))["code"] == "rank_killed"
     assert first(read_nccl_log(kill.replace("04:40:00", "04:46:00") + exception))["code"] == "rank_exception"
+
+
+def test_a_traceback_python_says_it_ignored_is_no_root_cause():
+    shutdown = ("Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f>\n"
+                "Traceback (most recent call last):\n"
+                '  File "/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py", line 1479, in __del__\n'
+                "AssertionError: can only test a child process\n"
+                "`Trainer.fit` stopped: `max_epochs=2` reached.\n")
+    assert read_nccl_log(shutdown)["verdict"].startswith("HEALTHY")
+    assert first(read_nccl_log(shutdown.split("\n", 1)[1]))["code"] == "rank_exception"
