@@ -35,7 +35,8 @@ _STAMP = r"\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?: ?(?:Z|[+-]\d\d:?\d\
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _MONTH_SET = frozenset(_MONTHS)
 _LABEL = re.compile(
-    r"\s*(?:\[(?P<mpi>\d+,\d+)\]<(?:stdout|stderr)>: ?|\[(?P<hvd>\d+)\]<(?:stdout|stderr)>: ?|\[(?P<torch>rank\d+)\]: ?|\[(?P<default>default\d+)\]: ?"
+    r"\s*(?:\[(?P<mpi>\d+,\d+)\]<(?:stdout|stderr)>: ?|\[(?P<hvd>\d+)\]<(?:stdout|stderr)>: ?"
+    r"|\[(?P<torch>rank\d+)\]: ?|\[(?P<default>default\d+)\]: ?"
     r"|\[(?P<idx>\d+)\] |\[(?P<colour>[0-9;]*)m ?"
     r"|\[(?P<bstamp>" + _STAMP + r")\] ?"
     r"|(?P<stamp>" + _STAMP + r")(?: *\| *| +(?:stdout|stderr) [FP] | +)"
