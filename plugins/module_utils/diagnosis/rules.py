@@ -240,8 +240,8 @@ RULES = (
     _rule("address_in_use", "error", ("EADDRINUSE", "lready in use"),
           r"(?:port: (?P<port>\d+).*(?:EADDRINUSE|address already in use)|(?:EADDRINUSE|[Aa]ddress already in use)"
           r".*port:? (?P<port2>\d+)|bind to \S*:(?P<port3>\d+)\)? \(errno: 98)",
-          "port {port}{port2}{port3} is taken, so the rendezvous store (TCPStore, MASTER_PORT) cannot listen: an earlier "
-          "run still holds it, or two jobs use the same MASTER_PORT",
+          "port {port}{port2}{port3} is taken, so the rendezvous store (TCPStore, MASTER_PORT) cannot listen: an "
+          "earlier run still holds it, or two jobs use the same MASTER_PORT",
           "stop the leftover process (`ss -ltnp | grep :{port}{port2}{port3}`), or choose another MASTER_PORT for "
           "this job"),
     _rule("address_in_use", "error", ("lready in use", "EADDRINUSE"),
