@@ -95,7 +95,7 @@ def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems
 
 def _own_root(findings: List[dict], roots: List[dict]) -> Optional[dict]:
     """A rank's own error (an exception, CUDA OOM, an OOM kill): the earliest of them."""
-    own = [f for f in findings + roots if f["code"] in OWN_CODES and f["severity"] == "error"]
+    own = [f for f in findings + roots if (f["code"] in OWN_CODES or f.get("_own")) and f["severity"] == "error"]
     if not own:
         return None
     root = _earliest(sorted(own, key=sort_key))

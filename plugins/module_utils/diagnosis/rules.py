@@ -39,11 +39,12 @@ class Rule(NamedTuple):
     cause: str
     fix: str
     escalate: Optional[str] = None  # expected_transport under which this becomes an error
+    own: bool = False      # a fault of the rank's own host (a GPU's Xid): a root cause like a rank's exception
 
 
-def _rule(code, severity, needles, pattern, cause, fix, escalate=None):
+def _rule(code, severity, needles, pattern, cause, fix, escalate=None, own=False):
     needles = (needles,) if isinstance(needles, str) else tuple(needles)
-    return Rule(code, severity, needles, re.compile(pattern), cause, fix, escalate)
+    return Rule(code, severity, needles, re.compile(pattern), cause, fix, escalate, own)
 
 
 # Every code may match a line once: the first of its rules wins, so specific rules come before
@@ -347,6 +348,14 @@ RULES = (
           "NVIDIA Fabric Manager is not running or does not match the driver",
           "start it with `systemctl enable --now nvidia-fabricmanager` (the package version must equal the "
           "driver version); check `nvidia-smi -q | grep -i fabric`"),
+    _rule("cuda_error", "error", "Xid",
+          r"NVRM: Xid \((?P<bus>[^)]*)\): (?P<xid>\d+)",
+          "the GPU at {bus} reported Xid {xid}, a fault of the GPU or its driver (79: fallen off the bus; 48, 63, 64, "
+          "94, 95: memory ECC errors; 74: NVLink; 13, 31, 43: an application's bad access): the ranks on it fail, "
+          "the others follow",
+          "look the Xid up in NVIDIA's Xid table; `nvidia-smi -q` for ECC and retired pages, reset or drain the GPU "
+          "(79 and ECC errors are hardware: take the host out of the job), check power, cooling and the driver",
+          own=True),
     _rule("cuda_error", "error", ("Cuda failure", "unhandled cuda error", "Test CUDA failure"),
           r"Cuda failure (?P<error>.+)|unhandled cuda error|Test CUDA failure",
           "a CUDA call failed inside NCCL: a driver/CUDA mismatch, a GPU fault (see Xid in dmesg), or a "
@@ -491,7 +500,7 @@ def match_line(text: str, expected_transport: str = "any") -> List[dict]:
                                 if values.get("status") else "")
         severity = "error" if rule.escalate and rule.escalate == expected_transport else rule.severity
         found.append({"code": rule.code, "severity": severity, "cause": rule.cause.format_map(values),
-                      "fix": rule.fix.format_map(values), "_rule": _RULE_INDEX[id(rule)]})
+                      "fix": rule.fix.format_map(values), "_rule": _RULE_INDEX[id(rule)], "_own": rule.own})
     return found
 
 

@@ -317,3 +317,13 @@ def test_a_traceback_python_says_it_ignored_is_no_root_cause():
                 "`Trainer.fit` stopped: `max_epochs=2` reached.\n")
     assert read_nccl_log(shutdown)["verdict"].startswith("HEALTHY")
     assert first(read_nccl_log(shutdown.split("\n", 1)[1]))["code"] == "rank_exception"
+
+
+def test_a_gpu_xid_in_the_kernel_log_is_the_root_of_what_follows():
+    text = ("node1:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1 - Init COMPLETE\n"
+            "node1:1:2 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer node2<4000>\n"
+            "Dec  5 04:47:01 node2 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, GPU has fallen off the bus.\n")
+    result = read_nccl_log(text)
+    root = first(result)
+    assert (root["code"], root["host"]) == ("cuda_error", "node2") and "Xid 79" in root["cause"]
+    assert next(f for f in result["findings"] if f["code"] == "remote_exited")["consequence_of"] == "cuda_error"
