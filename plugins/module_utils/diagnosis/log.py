@@ -9,9 +9,10 @@ The result (a dict of plain JSON types):
     hosts: {host: {bootstrap_nics: [{name, address}], net_nics: [{name, address?, kind}],
                    transport: "Socket" | "IB" | "OFI(EFA)" | "OFI(<provider>)" | other | None,
                    nccl_versions: ["2.28.9+cuda13.0"], env: {NCCL_SOCKET_IFNAME: "eth1", ...}}}
-    findings: [{code, severity, host, rank, evidence, source, line, count, cause, fix, consequence_of}]
+    findings: [{code, severity, host, rank, evidence, source, line, count, cause, fix, consequence_of, confidence}]
               the root cause first (diagnosis.root_cause.judge), then independent findings, then consequences
-    verdict: one line naming the root cause, or HEALTHY
+    verdict: one line naming the root cause, HEALTHY, or NOTHING TO JUDGE (no line was recognised)
+    judged: False when nothing was recognised (never healthy: `ncclkit diagnose` exits 3)
     nccl_versions: every distinct NCCL version in the log
     multi_node: whether the log shows more than one node
     lines: how many lines were read
