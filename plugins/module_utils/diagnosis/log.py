@@ -26,6 +26,7 @@ NCCL RAS JSON reports (diagnosis.ras); they add evidence about hangs but no line
 
 from __future__ import annotations
 
+import gc
 import gzip
 import os
 import re
@@ -127,11 +128,20 @@ def _diagnose(sources, cluster_cidr, cluster_ips, expected_transport, default_ho
         raise NcclLogError(str(error)) from None
     log = _Log(expected_transport)
     budget = [max_bytes]
-    for source, data, is_file in sources:
-        if is_file:
-            _read_stream(log, source, data, budget)
-        else:
-            _read_data(log, source, data, max_bytes)
+    # The cyclic garbage collector would scan every fact kept so far again and again while millions of
+    # short-lived lines go by (15 % of the time on a 1 GiB log of 92000 ranks); what the reader builds
+    # holds no reference cycle, so reference counting frees it all: the collector pauses while reading.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for source, data, is_file in sources:
+            if is_file:
+                _read_stream(log, source, data, budget)
+            else:
+                _read_data(log, source, data, max_bytes)
+    finally:
+        if collecting:
+            gc.enable()
     if log.empty and len(log.empty) == len(sources):
         raise NcclLogError(f"{', '.join(log.empty)}: empty: nothing to diagnose (check the path, and that "
                            "the job wrote its output there)")
