@@ -8,9 +8,11 @@ nccl_perf module's work on large nccl-tests outputs, each measured in a subproce
 
 The log is built from the lines of a real job (tests/samples/h200-stuck-torch_kill-node*.log: NCCL
 INFO init and connection lines, torch's watchdog and ChildFailedError report) repeated for a
-large cluster (hosts x 8 ranks, each with its own host:pid prefix), with the lines that used to
-be slow, once per host: "NAME set by environment to VALUE" with 8000 spaces inside the value (the
-old pattern was quadratic in them), and a 10000-character line. The job's last
+large cluster (hosts x 8 ranks, each with its own host:pid prefix), each host's lines in one of the
+shapes real logs have (SHAPES: timestamps, mpirun/torchrun/Ray labels, collector columns, colours,
+CRLF) with what training prints between them (torch's warnings, progress bars glued with \\r, loss
+lines), and the lines that used to be slow, once per host: "NAME set by environment to VALUE" with
+8000 spaces inside the value (the old pattern was quadratic in them), and a 10000-character line. The job's last
 lines are a rank killed by SIGKILL, so the verdict is checked too. The nccl-tests outputs are a
 real all_reduce_perf table (h200-2host-socket-defaults.txt) grown to --rows (for `ncclkit parse`,
 whose files stop at 64 MiB) and --perf-rows result rows (for nccl_perf: its parse, gates and the
@@ -44,23 +46,53 @@ def nccl_template() -> list:
             .replace("rank 1 nRanks 2", "rank {rank} nRanks {world}") for line in nccl]
 
 
+# The shapes a line takes in real logs (docs/diagnosis.md, "What the engine reads"): each host's
+# lines get one, in turn, so the log holds them all in equal parts.
+SHAPES = (
+    "{line}",
+    "[2026-12-04 03:5{minute}:{second:02d}] {line}",               # NCCL_DEBUG_TIMESTAMP_FORMAT
+    "[1,{rank}]<stdout>:{line}",                                   # mpirun --tag-output
+    "[rank{rank}]:{line}",                                         # torchrun's rank prefix
+    "[default{local}]:{line}",                                     # torchrun --tee
+    "(RayTrainWorker pid={pid}, ip=10.0.{host_index}.2) {line}",   # Ray
+    "2026-12-04T03:5{minute}:{second:02d}.123Z stdout F {line}",   # a log collector's columns
+    "\x1b[32m{line}\x1b[0m",                                        # colours
+)
+
+
+def training_lines(rank: int, pid: int, host: str) -> list:
+    """What a training rank prints besides NCCL: torch's warnings, progress bars glued with \\r, losses."""
+    lines = [f"W1204 03:50:{rank % 60:02d}.474000 {pid} torch/distributed/run.py:793] Setting OMP_NUM_THREADS "
+             "environment variable for each process to be 1 in default"]
+    for step in range(0, 40, 4):
+        bar = "".join(f"Epoch 0: {p:3d}%|{'#' * (p // 10):<10}| {p * 10}/1000 [00:{p // 2:02d}<00:50, 9.9it/s, "
+                      f"loss={1.5 - p / 100:.3f}]\r" for p in range(step, step + 4))
+        lines.append(bar)
+        lines.append(f"steps: rank={rank} pid={pid} host={host} step={step} loss={2.0 - step / 40:.4f}")
+    return lines
+
+
 def write_log(path: Path, megabytes: int) -> dict:
     template = nccl_template()
     # Spaces inside the value: the old pattern backtracked over them once per character.
     padded_env = "{host}:{pid}:{pid} [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth1" + " " * 8000 + "x"
     long_line = "{host}:{pid}:{pid} [0] NCCL INFO " + "x" * 10000
     target, written, hosts = megabytes * 1024 * 1024, 0, 0
-    with open(path, "w", encoding="utf-8") as out:
+    with open(path, "w", encoding="utf-8", newline="") as out:
         while written < target:
             host = f"gpu-node-{hosts:04d}"
+            shape = SHAPES[hosts % len(SHAPES)]
+            end = "\r\n" if hosts % 3 == 0 else "\n"  # some hosts' logs went through Windows
             block = []
             for local in range(8):
                 fields = {"host": host, "pid": 1000 + local, "rank": hosts * 8 + local, "world": 4096}
-                block += [line.format(**fields) for line in template]
-                block.append(f"steps: rank={fields['rank']} pid={fields['pid']} host={host} step=40")
+                shaped = dict(fields, local=local, host_index=hosts % 250, minute=hosts % 10, second=local)
+                block += [shape.format(line=line.format(**fields), **shaped) for line in template]
+                block += [shape.format(line=line, **shaped) for line in training_lines(fields["rank"], 1000 + local,
+                                                                                        host)]
             block.append(padded_env.format(**fields))
             block.append(long_line.format(**fields))
-            text = "\n".join(block) + "\n"
+            text = end.join(block) + end
             out.write(text)
             written += len(text)
             hosts += 1

@@ -138,8 +138,11 @@ findings:
         C(no_route), C(connect_failed), C(retry_exceeded), C(remote_exited). InfiniBand and EFA:
         C(ib_verbs_failed), C(ib_completion_error), C(ib_missing), C(ib_disabled), C(efa_missing).
         torch and Gloo: C(gloo_connect_failed), C(rendezvous_connection_error), C(rendezvous_timeout),
-        C(collective_timeout), C(child_failed). The job: C(rank_killed), C(rank_failed),
-        C(hang_in_collective), C(hang_in_rendezvous). NCCL and CUDA results: C(nccl_system_error),
+        C(collective_timeout), C(child_failed). The job: C(rank_exception) (a rank's own Python exception,
+        quoted), C(cuda_oom), C(oom_killed), C(rank_killed), C(rank_failed), C(collective_desync),
+        C(hang_in_collective), C(hang_in_rendezvous), C(incomplete_run), C(completion_unknown). Ranks and
+        hosts that differ: C(runtime_version_mismatch), C(nccl_setting_mismatch). Containers and fabrics:
+        C(shm_too_small), C(ib_gid_error), C(efa_av_insert_failed). NCCL and CUDA results: C(nccl_system_error),
         C(nccl_internal_error), C(cuda_not_initialized), C(cuda_error), C(test_nccl_failure),
         C(nccl_warning) (any other NCCL WARN line).
       type: str
@@ -153,9 +156,17 @@ findings:
       type: str
       sample: node0
     rank:
-      description: The rank the finding is about, when the log names it (killed ranks, the suspect of a hang).
+      description: >-
+        The rank the finding is about, when the log names it (a launcher label such as C([rank1]:), NCCL's
+        init lines for its pid, torchrun's error report, or a file holding one rank's output).
       type: int
       sample: 1
+    confidence:
+      description: >-
+        C(high) when the evidence names the cause, C(low) when it only points at it (the cause or fix then
+        says what to collect next).
+      type: str
+      sample: high
     consequence_of:
       description: The code of the root-cause finding this one follows from, or null for a cause.
       type: str
@@ -217,8 +228,13 @@ ansible_facts:
           description: How many lines were read.
           type: int
         verdict:
-          description: One line naming the root cause, or C(HEALTHY) when there is no error.
+          description: >-
+            One line naming the root cause, C(HEALTHY) when there is no error, or C(NOTHING TO JUDGE) when
+            no line of the input was recognised.
           type: str
+        judged:
+          description: Whether any line was recognised (false means nothing to judge, never healthy).
+          type: bool
         notes:
           description: Remarks about the input, for example that it was not valid UTF-8.
           type: list
@@ -253,6 +269,8 @@ def diagnose(params: dict) -> dict:
 
 
 def summary(result: dict) -> str:
+    if result.get("judged") is False:
+        return result["verdict"]
     errors = [f for f in result["findings"] if f["severity"] == "error"]
     causes = [f for f in errors if not f["consequence_of"]]
     if errors:

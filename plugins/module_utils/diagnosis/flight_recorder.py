@@ -8,6 +8,7 @@ every global (class or function), so a crafted file raises FlightRecorderError a
 
     dump = read_dump(data, name="nccl_trace_rank_0")   # {rank, pg: {id: {...}}, entries: [...]}
     verdict = compare_dumps([dump, ...])              # None, or {rank, missing, seq, op, pg, ...}
+    desync = dumps_desync([dump, ...])                # None, or the first collective recorded differently
 """
 
 from __future__ import annotations
@@ -84,7 +85,15 @@ def _entry(entry: dict) -> dict:
     pg = entry.get("process_group")
     pg_id = str(pg[0]) if isinstance(pg, (tuple, list)) and pg else str(entry.get("pg_id", "?"))
     return {"pg": pg_id, "seq": _int(entry.get("collective_seq_id")), "op": str(entry.get("profiling_name", "?")),
-            "state": str(entry.get("state", "?")), "p2p": bool(entry.get("is_p2p"))}
+            "state": str(entry.get("state", "?")), "p2p": bool(entry.get("is_p2p")),
+            "sizes": _sizes(entry.get("input_sizes"))}
+
+
+def _sizes(value) -> Optional[str]:
+    """"[[1024]]" for the input_sizes a dump records (shapes of the tensors), or None."""
+    if not isinstance(value, (list, tuple)):
+        return None
+    return str([list(shape)[:8] if isinstance(shape, (list, tuple)) else shape for shape in value[:8]])[:200]
 
 
 def _op_name(profiling_name: str) -> str:
@@ -120,4 +129,32 @@ def compare_dumps(dumps: List[dict]) -> Optional[dict]:
                     "reporting": sorted(completed), "last_completed": completed}
         return {"pg": pg_id, "rank": behind[0], "missing": [], "seq": seq, "op": op,
                 "reporting": sorted(completed), "last_completed": completed}
+    return None
+
+
+def dumps_desync(dumps: List[dict]) -> Optional[dict]:
+    """The first collective (per process group, by sequence number) that the ranks' dumps record
+    differently: another operation or other input sizes on one rank. {pg, seq, rank, op, sizes,
+    other_rank, other_op, other_sizes}, or None when every dump that records it agrees."""
+    recorded: Dict[tuple, Dict[int, dict]] = {}
+    for dump in dumps:
+        if dump["rank"] is None:
+            continue
+        for entry in dump["entries"]:
+            if entry["seq"] is not None and not entry["p2p"]:
+                recorded.setdefault((entry["pg"], entry["seq"]), {}).setdefault(dump["rank"], entry)
+    for (pg_id, seq) in sorted(recorded, key=lambda key: (key[0] != "0", key[0], key[1])):
+        by_rank = recorded[(pg_id, seq)]
+        shapes = {rank: (_op_name(e["op"]), e["sizes"]) for rank, e in by_rank.items()}
+        if len(set(shapes.values())) < 2:
+            continue
+        counts: Dict[tuple, int] = {}
+        for shape in shapes.values():
+            counts[shape] = counts.get(shape, 0) + 1
+        common = max(counts, key=lambda shape: counts[shape])
+        odd = [rank for rank, shape in sorted(shapes.items()) if shape != common]
+        rank = odd[0] if counts[common] > 1 else max(shapes)
+        other = min(r for r, shape in shapes.items() if shape != shapes[rank])
+        return {"pg": pg_id, "seq": seq, "rank": rank, "op": shapes[rank][0], "sizes": shapes[rank][1],
+                "other_rank": other, "other_op": shapes[other][0], "other_sizes": shapes[other][1]}
     return None

@@ -14,6 +14,7 @@ import signal
 from typing import Dict, List, Optional
 
 from .ras import RasText
+from .timeline import parse_stamp
 
 # "ncclCommInitRankConfig comm 0x.. rank 1 nranks 2 ..." (2.19+), "comm 0x.. rank 1 nranks 2 cudaDev 0
 # busId 60 - Init COMPLETE" (2.12+), "comm 0x.. rank 1 nRanks 2 nNodes 2 ..." (2.18+).
@@ -23,11 +24,12 @@ _MPI_SIGNAL = re.compile(r"process rank (?P<rank>\d+) with PID (?P<pid>\d+) on n
                          r"exited on signal (?P<signal>\d+)(?: \((?P<name>[^)]*)\))?")
 # Slurm: "srun: error: node1: task 1: Killed"
 _SRUN = re.compile(r"srun: error: (?P<node>[\w.\-]+): tasks? (?P<rank>\d+)(?:[-,]\d+)*: "
-                   r"(?P<name>Killed|Segmentation fault|Aborted|Terminated|Bus error)")
+                   r"(?P<name>Killed|Segmentation fault|Aborted|Terminated|Bus error|Out Of Memory"
+                   r"|Exited with exit code (?P<code>\d+))")
 # torchrun's agent: "failed (exitcode: -9) local_rank: 0 (pid: 1747) of binary: ..."
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
 # torchrun's ChildFailedError report: "  host      : node1", "  rank      : 1 (local_rank: 0)", ...
-_CHILD_FIELD = re.compile(r"^\s*(?P<key>host|rank|exitcode|traceback)\s*: (?P<value>.*\S)")
+_CHILD_FIELD = re.compile(r"^\s*(?P<key>host|rank|exitcode|traceback|time)\s*: (?P<value>.*\S)")
 _CHILD_BLOCK = re.compile(r"^\s*\[\d+\]:\s*$")
 _REPORT_ROOT = "Root Cause (first observed failure)"
 # The kernel's OOM killer: "Out of memory: Killed process 1747 (python3) ..." (also "Memory cgroup out
@@ -35,8 +37,8 @@ _REPORT_ROOT = "Root Cause (first observed failure)"
 _OOM = re.compile(r"[Oo]ut of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)"
                   r"|oom-kill:.*\btask=(?P<comm2>[^,]*),pid=(?P<pid2>\d+)")
 # torch's watchdog: "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=49, OpType=ALLREDUCE"
-_WATCHDOG = re.compile(r"(?:\[Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: "
-                       r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)")
+_WATCHDOG = re.compile(r"(?:\bRank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: "
+                       r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel>-?\d+))?")
 _TORCH_LABEL_RANK = re.compile(r"^rank(?P<rank>\d+)$")
 # The distributed start as torch and Lightning announce it, before any communicator exists.
 _RENDEZVOUS_START = re.compile(
@@ -45,10 +47,18 @@ _RENDEZVOUS_START = re.compile(
     r"|Rendezvous'ing worker group|\[c10d\] The client socket has|Starting elastic_operator")
 # After this the process group exists: the rendezvous is over.
 _RENDEZVOUS_DONE = ("All distributed processes registered", "Init COMPLETE", "Connected all rings",
-                    "Rendezvous complete for workers")
+                    "Rendezvous complete for workers", "peer ranks. Expected number of connected peer",
+                    "Destroy COMPLETE")
 _FORENSICS = re.compile(r"ncclkit-forensics: rank=(?P<rank>\d+) host=(?P<host>\S+) pid=(?P<pid>\d+) "
                         r"state=(?P<state>\S)(?: \([^)]*\))?(?: wchan=(?P<wchan>\S+))?")
 _FORENSICS_RAS = "ncclkit-forensics: ras: "
+
+# Every substring JobEvidence.add() looks for in a line that is not NCCL's own: a line holding none
+# of them (outside a torchrun report and a RAS report) tells the job nothing (diagnosis.log skips it).
+# (The rendezvous' start markers are looked for only while no rendezvous is known: see watching().)
+MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on signal", "srun: error:",
+           "Process name: [[", "Exit code:", "OOMKilled", "Name:", "memory:",
+           "(exitcode: ", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL") + _RENDEZVOUS_DONE
 
 # States of a process that cannot make progress in a collective.
 STUCK_STATES = {"T": "stopped (SIGSTOP or a debugger)", "t": "stopped by a tracer",
@@ -80,14 +90,19 @@ class JobEvidence:
         self.ras = RasText()
         self._child: Optional[dict] = None        # the ChildFailedError failure being read
         self._in_report = False
+        self._line_host = None
+        self._mpi_rank: Optional[int] = None     # Open MPI's "Process name: [[J,1],R]" before its "Exit code:"
+        self._pod: Optional[dict] = None          # the pod `kubectl describe` is describing
 
     def add(self, line, origin) -> None:
-        """line: diagnosis.lines.Line; origin: a callable giving {evidence, source, line} on demand."""
+        """line: diagnosis.lines.Line; origin: a callable giving {evidence, source, line, time} on demand."""
         text = line.text
+        self._line_host = line.host
         if line.level:
             # NCCL's own line: it carries ranks and init, never a launcher's or torch's message.
             self._nccl(line, origin)
-            if not self.rendezvous_done and ("Init COMPLETE" in text or "Connected all rings" in text):
+            if not self.rendezvous_done and ("Init COMPLETE" in text or "Connected all rings" in text
+                                             or "Destroy COMPLETE" in text):
                 self.rendezvous_done = True
             return
         if "ncclkit-forensics:" in text:
@@ -95,6 +110,10 @@ class JobEvidence:
             return
         if self._in_report or "ChildFailedError" in text or _REPORT_ROOT in text:
             self._child_block(text, origin)
+        if "OOMKilled" in text or text.startswith(("Name:", "Node:")) or ("memory:" in text and self._pod):
+            self._kubernetes(text, origin)
+        if "Process name: [[" in text or (self._mpi_rank is not None and "Exit code:" in text):
+            self._mpi_exit(text, origin)
         if "exited on signal" in text:
             self._match_death(_MPI_SIGNAL, text, origin, "mpi")
         elif "srun: error:" in text:
@@ -113,7 +132,8 @@ class JobEvidence:
                 match = _RENDEZVOUS_START.search(text)
                 if match:
                     self.rendezvous = origin()
-        self.ras.add(text, origin)
+        if self.ras.seen or "SERVER PROTOCOL" in text:
+            self.ras.add(text, origin)
 
     # ---- NCCL's own lines ----
 
@@ -148,16 +168,49 @@ class JobEvidence:
                 death["signal"] = int(groups["signal"])
                 if groups["pid"] != "0":
                     death["pid"] = groups["pid"]
+            elif groups.get("code"):
+                death["exitcode"] = int(groups["code"])
             else:
                 death["signal"] = {"Killed": 9, "Segmentation fault": 11, "Aborted": 6, "Terminated": 15,
-                                   "Bus error": 7}[groups["name"]]
+                                   "Bus error": 7, "Out Of Memory": 9}[groups["name"]]
+                if groups["name"] == "Out Of Memory":
+                    death["oom"] = True  # Slurm's cgroup OOM handler named this task
         elif how == "agent":
             code = int(groups["code"])
             death.update(pid=groups["pid"], **({"signal": -code} if code < 0 else {"exitcode": code}))
         else:
             death.update(pid=groups["pid"] or groups["pid2"], signal=9, oom=True,
-                         comm=groups["comm"] or groups["comm2"])
+                         comm=groups["comm"] or groups["comm2"], oom_host=self._line_host)
         self.deaths.append(death)
+
+    def _kubernetes(self, text, origin) -> None:
+        # `kubectl describe pod`: "Name: trainjob-worker-1", "Node: gpu-node-14/10.12.0.14", "Reason: OOMKilled".
+        stripped = text.strip()
+        if stripped.startswith("Name:"):
+            self._pod = {"pod": stripped[5:].strip()}
+        elif stripped.startswith("Node:") and self._pod is not None:
+            self._pod["node"] = stripped[5:].strip().split("/", 1)[0]
+        elif stripped.startswith("memory:") and self._pod is not None and self._pod.get("death"):
+            self._pod["death"].setdefault("limit", f"memory limit {stripped[7:].strip()}")
+        elif "OOMKilled" in text:
+            pod = self._pod or {}
+            death = {"how": "kube", "oom": True, "signal": 9, "pod": pod.get("pod"), "node": pod.get("node"),
+                     "origin": origin()}
+            self.deaths.append(death)
+            if self._pod is not None:
+                self._pod["death"] = death
+
+    def _mpi_exit(self, text, origin) -> None:
+        # Open MPI: "The first process to do so was:\n  Process name: [[38612,1],3]\n  Exit code: 1"
+        match = re.search(r"Process name: \[\[\d+,\d+\],(\d+)\]", text)
+        if match:
+            self._mpi_rank = int(match.group(1))
+            return
+        code = re.search(r"Exit code:\s*(-?\d+)", text)
+        if code and int(code.group(1)):
+            self.deaths.append({"how": "mpi", "rank": self._mpi_rank, "exitcode": int(code.group(1)),
+                                "origin": origin()})
+        self._mpi_rank = None
 
     def _child_block(self, text, origin) -> None:
         # The report has no blank line inside: "[N]:" opens a failure, "key : value" lines fill it.
@@ -194,6 +247,8 @@ class JobEvidence:
         if not code:
             return
         death = {"how": "torchrun", "origin": child["origin"], "host": child.get("host")}
+        if child.get("time") and child["origin"] is not None:
+            death["origin"] = dict(child["origin"], time=parse_stamp(child["time"]))
         if rank:
             death["rank"] = int(rank.group())
         if pid:
@@ -210,8 +265,10 @@ class JobEvidence:
         if rank is None and line.label:
             label = _TORCH_LABEL_RANK.match(line.label)
             rank = label.group("rank") if label else None
+        numel = match.group("numel")
         self.timeouts.append({"rank": int(rank) if rank is not None else None, "host": line.host,
-                              "seq": int(match.group("seq")), "op": match.group("op"), "origin": origin()})
+                              "seq": int(match.group("seq")), "op": match.group("op"),
+                              "numel_in": int(numel) if numel is not None else None, "origin": origin()})
 
     def _forensic(self, text, origin) -> None:
         if _FORENSICS_RAS in text:
@@ -223,6 +280,17 @@ class JobEvidence:
                                    "pid": match.group("pid"), "state": match.group("state"),
                                    "wchan": match.group("wchan") or "-", "origin": origin()})
 
+    def watching(self) -> bool:
+        """Whether every line matters now: a torchrun error report or a RAS report is being read (their
+        lines hold no marker), or the rendezvous has not started nor finished yet."""
+        return self._in_report or self.ras.seen or (self.rendezvous is None and not self.rendezvous_done)
+
+    def report_rank(self) -> Optional[int]:
+        """The rank of the torchrun error report being read (its traceback is that rank's), else None."""
+        child = self._child if self._in_report else None
+        match = re.match(r"\d+", (child or {}).get("rank", ""))
+        return int(match.group()) if match else None
+
     def finish(self) -> None:
         self._flush_child()
         self.ras.finish()
@@ -230,5 +298,7 @@ class JobEvidence:
 
 def _pid(line) -> Optional[str]:
     # The NCCL prefix is "host:pid:tid"; the host is known, the pid follows it.
+    if not line.host:
+        return None
     head = line.text.split(line.host + ":", 1)
     return head[1].split(":", 1)[0] if len(head) == 2 else None

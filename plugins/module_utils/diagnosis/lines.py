@@ -24,16 +24,48 @@ MAX_LINE = 8192
 _BINARY_SAMPLE = 64 * 1024
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# Launcher labels, possibly several ("[80746] [rank0]:"); the most specific one names the process.
-# Colour codes whose escape character was lost on the way ("[0m ") are dropped the same way.
+# What may stand before the text a program wrote, possibly several in a row: launcher labels
+# (mpirun --tag-output "[1,0]<stdout>:", horovodrun's "[0]<stdout>:", torchrun "[rank0]:" and "[default0]:",
+# MPICH "[0] ", srun --label "0: ", pdsh "node1: ", Ray "(RayTrainWorker pid=812, ip=10.0.0.2)", kubectl
+# --prefix "[pod/x/c]"), timestamps (NCCL's
+# "[2025-10-16 22:16:08]", ISO-8601 ones of log collectors with their "|" columns and CRI's "stdout F",
+# syslog's "Dec  5 04:47:09 host kernel:", dmesg's "[ 123.456]"), and colour codes whose escape
+# character was lost on the way ("[0m ").
+_STAMP = r"\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?: ?(?:Z|[+-]\d\d:?\d\d|UTC))?"
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MONTH_SET = frozenset(_MONTHS)
 _LABEL = re.compile(
-    r"\s*(?:\[(?P<mpi>\d+,\d+)\]<(?:stdout|stderr)>:|\[(?P<torch>rank\d+)\]:|\[(?P<idx>\d+)\] |"
-    r"\[(?P<colour>[0-9;]*)m)")
-# "host:pid:tid [dev] [seconds] [file.cc:123] NCCL LEVEL message" (2.12 to 2.30; TRACE adds seconds).
+    r"\s*(?:\[(?P<mpi>\d+,\d+)\]<(?:stdout|stderr)>: ?|\[(?P<hvd>\d+)\]<(?:stdout|stderr)>: ?"
+    r"|\[(?P<torch>rank\d+)\]: ?|\[(?P<default>default\d+)\]: ?"
+    r"|\[(?P<idx>\d+)\] |\[(?P<colour>[0-9;]*)m ?"
+    r"|\[(?P<bstamp>" + _STAMP + r")\] ?"
+    r"|(?P<stamp>" + _STAMP + r")(?: *\| *| +(?:stdout|stderr) [FP] | +)"
+    r"|\| +"
+    r"|\((?:\w+ )?pid=(?P<ray>\d+)(?:, ip=(?P<rayip>[\d.]+))?\) "
+    r"|\[(?P<kube>pod/[^\]\s]+)\] "
+    r"|\[ *\d+\.\d+\] "
+    r"|(?P<syslog>(?:" + "|".join(_MONTHS) + r") [ \d]\d \d\d:\d\d:\d\d) (?P<sysloghost>[\w.\-]+) "
+    r"[\w./\-]+(?:\[\d+\])?: "
+    r"|(?P<srun>\d+): "                                                   # srun --label
+    # pdsh/clush: "node1: " (a name with a digit; not a program's own "rank1:", "epoch3:", "step10:")
+    r"|(?P<pdsh>(?!rank|epoch|step|iter|batch|layer|cuda)[a-z][a-z0-9\-]*\d[a-z0-9.\-]*|\d+\.\d+\.\d+\.\d+)"
+    r": (?!Test ))")
+# All the prefixes of a line in one match; what they say is read once per distinct prefix (a file
+# repeats a few: its ranks' labels, the stamp of the current second).
+_PREFIXES = re.compile(r"(?:" + _LABEL.pattern + r")+")
+_PREFIX_CACHE: dict = {}
+_PREFIX_CACHE_SIZE = 4096
+# A line that may carry such a prefix starts with one of these (or with a month's name).
+_PREFIX_STARTS = frozenset("[ \t(|0123456789")
+# "host:pid:tid [dev] [seconds] [file.cc:123] NCCL LEVEL message" (2.12 to 2.30; TRACE adds seconds;
+# before 2.5 without the word NCCL: "host:pid:tid [0] INFO ...", "... include/socket.h:360 WARN ...").
 # The look-behind lets a match start only where a host name can start, which keeps it linear.
 NCCL_LINE = re.compile(
     r"(?<![\w.\-<>])(?P<host>[\w.\-<>]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] "
-    r"(?:\d+\.\d+ )?(?:(?P<where>\S+:\d+) )?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<msg>.*)")
+    r"(?:\d+\.\d+ )?(?:(?P<where>\S+:\d+) )?(?:NCCL )?(?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<msg>.*)")
+# The same without the "host:pid:tid [dev]" prefix (NCCL_DEBUG_FILE or a launcher that cut it, Kubeflow's
+# "[3] include/shm.h:28 NCCL WARN ..."): the level and message only.
+NCCL_BARE = re.compile(r"(?:^|(?<=\s))(?:(?P<where>\S+:\d+) )?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<msg>.*)")
 _NNODES = re.compile(r"\bnNodes (?P<n>\d+)")
 # The name only: the value is the rest of the line, trimmed in Python (a lazy ".*?" before "\.?\s*$"
 # backtracks over every run of spaces, quadratic on a long line).
@@ -58,6 +90,7 @@ class Line(NamedTuple):
     host: Optional[str]   # host from the NCCL prefix, if the line has one
     level: Optional[str]  # NCCL level: INFO, WARN, TRACE, ABORT
     msg: str              # NCCL message after the prefix, else the text
+    stamp: Optional[str] = None  # the timestamp a prefix carried (diagnosis.timeline reads it)
 
 
 def decode(data, source: str, max_bytes: int = MAX_BYTES) -> Tuple[str, List[str]]:
@@ -110,6 +143,7 @@ class StreamReader:
         self.bad = 0  # lines with undecodable bytes
         self.notes: List[str] = []
         self._head = None
+        self._cr = False  # whether the text decoded last holds a carriage return
 
     def _read(self, count: int) -> bytes:
         data = self.handle.read(count)
@@ -144,6 +178,11 @@ class StreamReader:
             chunks.append(chunk)
 
     def lines(self):
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self):
+        """The Line records of each chunk read, as a list: the per-line work stays in list comprehensions."""
         head = self.head()
         if _looks_binary(head.replace(b"\x00", b"")):
             raise NcclLogError(f"{self.source}: looks like a binary file, not a text log")
@@ -154,21 +193,25 @@ class StreamReader:
             # A line is cut at MAX_LINE characters anyway: an endless one is not kept whole.
             pending = data[cut + 1:][:MAX_LINE * 4]
             if cut >= 0:
-                for text in self._decode(data[:cut]):
-                    # Bare carriage returns (progress bars) break lines as str.splitlines() does,
-                    # so that a file read in chunks numbers its lines as the same text in memory.
-                    for piece in (text.splitlines() or [""]) if "\r" in text else (text,):
-                        number += 1
-                        yield parse_line(number, piece[:MAX_LINE])
+                texts = self._pieces(self._decode(data[:cut]))
+                yield [parse_line(index, text) for index, text in enumerate(texts, start=number + 1)]
+                number += len(texts)
             chunk = self._read(_CHUNK)
         if pending:
-            for text in self._decode(pending):
-                for piece in text.splitlines():
-                    number += 1
-                    yield parse_line(number, piece[:MAX_LINE])
+            texts = self._pieces([piece for text in self._decode(pending) for piece in text.splitlines()])
+            yield [parse_line(index, text) for index, text in enumerate(texts, start=number + 1)]
         if self.bad:
             self.notes.append(f"{self.source}: not valid UTF-8; {self.bad} line(s) had undecodable bytes replaced "
                               "with U+FFFD")
+
+    def _pieces(self, texts: List[str]) -> List[str]:
+        # Bare carriage returns (progress bars) break lines as str.splitlines() does, so that a file
+        # read in chunks numbers its lines as the same text in memory; long lines are cut.
+        if self._cr:
+            texts = [piece for text in texts for piece in ((text.splitlines() or [""]) if "\r" in text else (text,))]
+        if texts and max(map(len, texts)) > MAX_LINE:
+            texts = [text[:MAX_LINE] for text in texts]
+        return texts
 
     def _decode(self, body: bytes) -> List[str]:
         """The lines of a run of whole lines; decoded in one call unless some line is not UTF-8."""
@@ -185,6 +228,7 @@ class StreamReader:
             text = "\n".join(texts)
         if "\x00" in text:
             text = text.replace("\x00", "")  # zero padding from a crash
+        self._cr = "\r" in text
         return text.split("\n")
 
 
@@ -194,32 +238,86 @@ def split_lines(text: str):
         yield parse_line(number, raw[:MAX_LINE])
 
 
+# Line records are built by tuple's own constructor: NamedTuple's __new__ is a Python function, and
+# this runs once per line of logs of several GB.
+_new = tuple.__new__
+
+
 def parse_line(number: int, raw: str) -> Line:
     text = ANSI.sub("", raw) if "\x1b" in raw else raw
-    label, text = _strip_labels(text) if text[:1] in ("[", " ", "\t") else (None, text)
-    # Most NCCL lines start with their prefix: an anchored match is the fast path.
-    match = (NCCL_LINE.match(text) or NCCL_LINE.search(text)) if "NCCL" in text else None
-    if match:
-        host, level, msg = match.group("host", "level", "msg")
-        return Line(number, text, label, host, level, msg.strip())
+    nccl = "NCCL" in text
+    if nccl:
+        # Most NCCL lines start with their prefix: an anchored match, before any other work, is the fast path.
+        match = NCCL_LINE.match(text)
+        if match:
+            host, level, msg = match.group("host", "level", "msg")
+            return _new(Line, (number, text, None, host, level, msg.strip(), None))
+    label = stamp = syslog_host = None
+    first = text[:1]
+    if first in _PREFIX_STARTS or (text[:3] in _MONTH_SET and text[3:4] == " ") or (
+            # pdsh/clush's "node1: ": the first space follows a colon (an NCCL line's follows its tid)
+            first.islower() and text.find(": ", 1, 64) == text.find(" ", 1, 64) - 1 > 0):
+        match = _PREFIXES.match(text)
+        if match and match.end():
+            prefix = text[:match.end()]
+            known = _PREFIX_CACHE.get(prefix)
+            if known is None:
+                if len(_PREFIX_CACHE) >= _PREFIX_CACHE_SIZE:
+                    _PREFIX_CACHE.clear()
+                known = _PREFIX_CACHE[prefix] = _strip_prefixes(prefix)[:3]
+            label, stamp, syslog_host = known
+            text = text[match.end():]
+    if nccl or "] INFO " in text or " WARN " in text:
+        match = NCCL_LINE.match(text) or NCCL_LINE.search(text)
+        if match:
+            host, level, msg = match.group("host", "level", "msg")
+            return _new(Line, (number, text, label, host, level, msg.strip(), stamp))
+        match = NCCL_BARE.search(text) if nccl else None
+        if match:
+            return _new(Line, (number, text, label, syslog_host, match.group("level"), match.group("msg").strip(),
+                                stamp))
     match = TEST_FAILURE.search(text) if "Test " in text else None
-    return Line(number, text, label, match.group("host") if match else None, None, text.strip())
+    host = match.group("host") if match else syslog_host
+    return _new(Line, (number, text, label, host, None, text.strip(), stamp))
+
+
+# Launcher labels, the most specific first (a torchrun "[rank3]:" inside mpirun's "[1,3]<stdout>:"
+# names the same process); colour codes are no label.
+_LABEL_KINDS = {"mpi": 0, "hvd": 0, "torch": 1, "default": 2, "ray": 3, "rayip": 3, "kube": 4, "idx": 5, "srun": 5}
+
+
+def _strip_prefixes(text: str) -> Tuple[Optional[str], Optional[str], Optional[str], str]:
+    """(label, timestamp, syslog host, the text after every prefix)."""
+    label = stamp = host = None
+    specific = len(_LABEL_KINDS)
+    position = 0
+    while True:
+        match = _LABEL.match(text, position)
+        if not match or match.end() == position:
+            break
+        position = match.end()
+        kind = match.lastgroup  # each alternative's value group closes last
+        if kind is None or kind == "colour":
+            continue
+        if kind in _LABEL_KINDS:
+            if _LABEL_KINDS[kind] < specific:
+                specific = _LABEL_KINDS[kind]
+                label = "pid=" + match.group("ray") if kind in ("ray", "rayip") else match.group(kind)
+        elif kind == "pdsh":
+            host = host or match.group("pdsh")
+        elif stamp is None:
+            if kind == "bstamp":
+                stamp = f"[{match.group('bstamp')}]"
+            elif kind == "sysloghost":
+                stamp, host = match.group("syslog"), match.group("sysloghost")
+            else:
+                stamp = match.group(kind)
+    return label, stamp, host, text[position:] if position else text
 
 
 def _strip_labels(text: str) -> Tuple[Optional[str], str]:
-    found = {}
-    while True:
-        match = _LABEL.match(text)
-        if not match:
-            break
-        for kind, value in match.groupdict().items():
-            if value is not None:
-                found.setdefault(kind, value)
-        text = text[match.end():]
-    for kind in ("mpi", "torch", "idx"):  # not "colour"
-        if kind in found:
-            return found[kind], text
-    return None, text
+    label, dummy, dummy, text = _strip_prefixes(text)
+    return label, text
 
 
 # ---- facts carried by single lines ----

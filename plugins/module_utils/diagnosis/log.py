@@ -9,9 +9,10 @@ The result (a dict of plain JSON types):
     hosts: {host: {bootstrap_nics: [{name, address}], net_nics: [{name, address?, kind}],
                    transport: "Socket" | "IB" | "OFI(EFA)" | "OFI(<provider>)" | other | None,
                    nccl_versions: ["2.28.9+cuda13.0"], env: {NCCL_SOCKET_IFNAME: "eth1", ...}}}
-    findings: [{code, severity, host, rank, evidence, source, line, count, cause, fix, consequence_of}]
+    findings: [{code, severity, host, rank, evidence, source, line, count, cause, fix, consequence_of, confidence}]
               the root cause first (diagnosis.root_cause.judge), then independent findings, then consequences
-    verdict: one line naming the root cause, or HEALTHY
+    verdict: one line naming the root cause, HEALTHY, or NOTHING TO JUDGE (no line was recognised)
+    judged: False when nothing was recognised (never healthy: `ncclkit diagnose` exits 3)
     nccl_versions: every distinct NCCL version in the log
     multi_node: whether the log shows more than one node
     lines: how many lines were read
@@ -25,20 +26,34 @@ NCCL RAS JSON reports (diagnosis.ras); they add evidence about hangs but no line
 
 from __future__ import annotations
 
+import gc
+import gzip
 import os
+import re
+import zlib
 from typing import Dict, List, Optional
 
+from .compare import CUDA_VERSION, TORCH_VERSION, runtime_findings, setting_findings
+from .exceptions import IGNORED, TRACEBACK, Tracebacks
 from .root_cause import judge, verdict
+from .stages import MARKERS as STAGE_MARKERS
+from .stages import Stages
+from .timeline import line_time
 from .rules import (
+    NEEDLES,
+    anchors,
     match_line,
     nccl_warning,
+    is_virtual,
     nic_findings,
     parse_networks,
     sort_key,
     transport_findings,
     version_findings,
 )
-from .flight_recorder import FlightRecorderError, compare_dumps, looks_like_pickle, read_dump
+from .compare import dumps_desync_finding
+from .flight_recorder import FlightRecorderError, compare_dumps, dumps_desync, looks_like_pickle, read_dump
+from .job import MARKERS as JOB_MARKERS
 from .job import JobEvidence
 from .lines import (
     MAX_BYTES,
@@ -65,6 +80,15 @@ TRANSPORTS = ("any", "socket", "ib", "efa")
 UNKNOWN_HOST = "unknown"
 _EVIDENCE_CHARS = 500
 _MEANINGS = 8192  # distinct NCCL messages remembered at once
+# Every substring a reader of lines that are not NCCL's own looks for (the rules, the job, the stages,
+# tracebacks, versions), and a few short pieces that every one of them holds.
+_MARKERS = NEEDLES + JOB_MARKERS + STAGE_MARKERS + (TRACEBACK, IGNORED, "ersion", "torch==", "NCCL version", "Test ")
+_LINE_ANCHORS = anchors(_MARKERS)
+# Two-letter pieces first: a line holding none of these (most lines) is passed over after 17 tests, not 47.
+_LINE_PAIRS = anchors(_MARKERS, 2)
+_COMM_RANK = re.compile(r"\bcomm \S+ rank (?P<rank>\d+) n[Rr]anks \d+")
+_LABEL_RANK = re.compile(r"^(?:rank|\d+,)?(?P<rank>\d+)$")
+_FILE_RANK = re.compile(r"(?:^|[^a-z])rank[_\-.]?(?P<rank>\d+)(?!\d)", re.I)
 
 
 def read_nccl_log(data, cluster_cidr=None, cluster_ips=None, expected_transport: str = "any",
@@ -104,11 +128,20 @@ def _diagnose(sources, cluster_cidr, cluster_ips, expected_transport, default_ho
         raise NcclLogError(str(error)) from None
     log = _Log(expected_transport)
     budget = [max_bytes]
-    for source, data, is_file in sources:
-        if is_file:
-            _read_stream(log, source, data, budget)
-        else:
-            _read_data(log, source, data, max_bytes)
+    # The cyclic garbage collector would scan every fact kept so far again and again while millions of
+    # short-lived lines go by (15 % of the time on a 1 GiB log of 92000 ranks); what the reader builds
+    # holds no reference cycle, so reference counting frees it all: the collector pauses while reading.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for source, data, is_file in sources:
+            if is_file:
+                _read_stream(log, source, data, budget)
+            else:
+                _read_data(log, source, data, max_bytes)
+    finally:
+        if collecting:
+            gc.enable()
     if log.empty and len(log.empty) == len(sources):
         raise NcclLogError(f"{', '.join(log.empty)}: empty: nothing to diagnose (check the path, and that "
                            "the job wrote its output there)")
@@ -141,6 +174,10 @@ def _read_stream(log, source: str, path, budget: list) -> None:
         raise NcclLogError(f"{source}: cannot read: {getattr(error, 'strerror', None) or error}{READ_FIX}") from None
     reader = StreamReader(handle, source, budget[0])
     try:
+        if reader.head()[:2] == _GZIP_MAGIC:
+            # A compressed log (logrotate's .gz): the same lines, decompressed as they are read.
+            unzipped = gzip.GzipFile(fileobj=_Replay(reader.head(), handle), mode="rb")
+            reader = StreamReader(unzipped, source, budget[0])
         if reader.empty():
             log.empty.append(source)
             return
@@ -150,15 +187,34 @@ def _read_stream(log, source: str, path, budget: list) -> None:
         elif _looks_like_ras_json(head.decode("utf-8", "replace")):
             log.add_ras_json(source, decode(reader.rest(), source, budget[0])[0])
         else:
-            for line in reader.lines():
-                log.add(source, line)
+            add = log.add
+            for batch in reader.batches():
+                for line in batch:
+                    add(source, line)
         log.notes.extend(reader.notes)
-    except OSError as error:
-        raise NcclLogError(f"{source}: cannot read: {error.strerror or error}{READ_FIX}") from None
+    except (OSError, EOFError, zlib.error) as error:
+        raise NcclLogError(f"{source}: cannot read: {getattr(error, 'strerror', None) or error}{READ_FIX}") from None
     finally:
         budget[0] -= reader.size
         if handle is not path:
             handle.close()
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class _Replay:
+    """A binary stream whose first bytes were already read: gives them again, then the rest."""
+
+    def __init__(self, head: bytes, handle):
+        self.head, self.handle = head, handle
+
+    def read(self, count: int = -1) -> bytes:
+        if self.head:
+            data, self.head = (self.head, b"") if count < 0 or count >= len(self.head) else \
+                (self.head[:count], self.head[count:])
+            return data
+        return self.handle.read(count)
 
 
 def _looks_like_ras_json(text: str) -> bool:
@@ -182,7 +238,7 @@ class _Log:
         self.label_hosts: Dict[str, str] = {}
         self.pending: Dict[tuple, dict] = {}  # (code, host, label, source, cause) -> first finding, with a count
         self.source_hosts: Dict[str, set] = {}  # source -> up to two hosts its NCCL lines name
-        self.loose_versions: Dict[tuple, dict] = {}  # (version, label) -> origin, from lines without a host
+        self.loose_versions: Dict[tuple, dict] = {}  # (version, label, source) -> origin, from lines without a host
         self.nodes = 0
         self.lines = 0
         self.notes: List[str] = []
@@ -191,6 +247,15 @@ class _Log:
         self.ras_problems: List[dict] = []
         self.empty: List[str] = []  # files with nothing but whitespace
         self.meanings: Dict[tuple, list] = {}  # (level, NCCL message) -> its findings
+        self.tracebacks = Tracebacks()
+        self.label_pids: Dict[str, tuple] = {}  # launcher label -> (host, pid) of its NCCL lines
+        self.last_line: Optional[Line] = None
+        self.last_source = ""
+        self.stages = Stages()
+        self.source_ranks: Dict[str, set] = {}  # source -> up to two ranks its lines name (one file per rank)
+        self.runtime: Dict[str, Dict[str, dict]] = {"torch": {}, "CUDA": {}}  # what -> {host or label: {v: origin}}
+        self.env_origins: Dict[tuple, dict] = {}  # (host, NCCL_* name) -> origin of a line that set that value
+        self.shared_origins: Dict[tuple, dict] = {}  # a (kind, value) -> the origin of its first line
 
     def add_dump(self, source: str, data: bytes) -> None:
         try:
@@ -213,11 +278,33 @@ class _Log:
 
     def add(self, source: str, line: Line) -> None:
         self.lines += 1
-        self.job.add(line, lambda: _origin(line, source))
-        host = line.host
+        self.last_line = line
+        self.last_source = source
+        dummy, text, label, host, level, msg, dummy = line
+        stages, job = self.stages, self.job
+        if level:
+            stages.torch = True
+            # NCCL's lines tell the job and its stages only about communicators and their init.
+            if "nranks" in msg or "nRanks" in msg or "Init " in msg or "Connected all" in msg or "Destroy" in msg:
+                origin = lambda: _origin(line, source)  # noqa: E731 (called for the few lines that matter)
+                job.add(line, origin)
+                stages.add(line, origin)
+        else:
+            if label and not stages.torch and label.startswith("rank"):
+                stages.torch = True
+            # The cheap prefilter: a line outside any open block that holds no marker of any reader
+            # (nearly every line of a training log) is counted and nothing more.
+            if not (job.watching() or stages.tests is not None or self.tracebacks.open or text[:1] == "#"
+                    or (any(map(text.__contains__, _LINE_PAIRS)) and any(map(text.__contains__, _LINE_ANCHORS)))):
+                return
+            origin = lambda: _origin(line, source)  # noqa: E731
+            job.add(line, origin)
+            stages.add(line, origin)
         if host:
-            if line.label:
-                self.label_hosts.setdefault(line.label, host)
+            if label:
+                self.label_hosts.setdefault(label, host)
+                if level and label not in self.label_pids:
+                    self.label_pids[label] = (host, _pid(line))
             named = self.source_hosts.get(source)
             if named is None:
                 named = self.source_hosts[source] = set()
@@ -225,9 +312,48 @@ class _Log:
                 named.add(host)
             facts = self.hosts.get(host)
             self._facts(facts if facts is not None else self._host(host), line, source)
-        else:
+        elif text[:1] == "#" or "NCCL version" in text:
             self._loose_facts(line, source)
         self._findings(line, source)
+        if not level:
+            if self.tracebacks.open or "Traceback" in text or "Exception ignored" in text:
+                self._own_error(line, source)
+            if "ersion" in text or "torch==" in text:
+                self._runtime(line, source)
+
+    def _shared(self, value: tuple, line: Line, source: str) -> dict:
+        """The origin of the first line that showed this value, one object shared by every host that
+        shows it: thousands of hosts with one version or setting keep one evidence string, not thousands."""
+        origin = self.shared_origins.get(value)
+        if origin is None:
+            origin = self.shared_origins[value] = _origin(line, source)
+        return origin
+
+    def _own_error(self, line: Line, source: str) -> None:
+        found = self.tracebacks.feed(line, source)
+        if found is None:
+            return
+        rank = self.job.report_rank()
+        key = (found["code"], line.host, line.label, source, found["exception"])
+        if key in self.pending:
+            self.pending[key]["count"] += 1
+        else:
+            self.pending[key] = dict(found, count=1, _rank=rank, **dict(_origin(line, source), time=found["time"]))
+
+    def _runtime(self, line: Line, source: str) -> None:
+        text = line.text
+        where = line.host or f"label:{line.label}" if line.label else line.host or f"source:{source}"
+        for what, pattern in (("torch", TORCH_VERSION), ("CUDA", CUDA_VERSION)):
+            if what == "torch" and "orch" not in text:
+                continue
+            if what == "CUDA" and "CUDA" not in text and "+cuda" not in text and ".cuda" not in text:
+                continue
+            match = pattern.search(text)
+            if match:
+                version = next(v for v in match.groups() if v)
+                seen = self.runtime[what].setdefault(where, {})
+                if version not in seen and len(seen) < 4:
+                    seen[version] = self._shared((what, version), line, source)
 
     def _host(self, name: str) -> dict:
         if name not in self.hosts:
@@ -256,9 +382,20 @@ class _Log:
             host["ofi"].append(provider)
         if version and version not in host["versions"]:
             host["versions"][version] = _origin(line, source)
+            if "+cuda" in version:
+                cuda = version.split("+cuda", 1)[1]
+                self.runtime["CUDA"].setdefault(line.host, {}).setdefault(cuda, self._shared(("CUDA", cuda), line,
+                                                                                             source))
         if setting:
             host["env"][setting[0]] = setting[1]
+            if (line.host, setting[0]) not in self.env_origins:
+                self.env_origins[(line.host, setting[0])] = self._shared(setting, line, source)
         # A channel over NET/ joins ranks that NCCL sees on different nodes.
+        if ("nranks" in msg or "nRanks" in msg) and "comm " in msg:
+            ranks = self.source_ranks.setdefault(source, set())
+            match = _COMM_RANK.search(msg)
+            if match and len(ranks) < 2:
+                ranks.add(int(match.group("rank")))
         if "nNodes" in msg:
             self.nodes = max(self.nodes, node_count(line) or 0)
         if net and self.nodes < 2 and "via NET/" in msg:
@@ -269,8 +406,8 @@ class _Log:
         if row_host:
             self._host(row_host)
         version = nccl_version(line)
-        if version and (version, line.label) not in self.loose_versions:
-            self.loose_versions[(version, line.label)] = _origin(line, source)
+        if version and (version, line.label, source) not in self.loose_versions:
+            self.loose_versions[(version, line.label, source)] = _origin(line, source)
 
     def _findings(self, line: Line, source: str) -> None:
         if line.level:
@@ -287,67 +424,171 @@ class _Log:
                 self.meanings[key] = found
         else:
             found = match_line(line.text, self.expected)
+        # A line that names its host needs no label to settle it: one entry per host, not per rank.
+        label = None if line.host else line.label
         for finding in found:
-            key = (finding["code"], line.host, line.label, source, finding["cause"])
+            key = (finding["code"], line.host, label, source, finding["cause"])
             if key in self.pending:
                 self.pending[key]["count"] += 1
             else:
-                self.pending[key] = dict(finding, count=1, **_origin(line, source))
+                self.pending[key] = dict(finding, count=1, _pid=_pid(line) if line.host else None,
+                                         _label=line.label, **_origin(line, source))
 
     # ---- the end ----
 
     def result(self, networks, default_host: str) -> dict:
+        self.job.finish()
+        # torchrun's error report names the host its agent runs on: the host of that file's lines.
+        for death in self.job.deaths:
+            source = (death.get("origin") or {}).get("source")
+            if death.get("how") == "torchrun" and death.get("host") and source and not self.source_hosts.get(source):
+                self.source_hosts[source] = {death["host"]}
+                self._host(death["host"])
         fallback = next(iter(self.hosts)) if len(self.hosts) == 1 else default_host
 
         def settle(label, source=None):
             named = self.source_hosts.get(source, ())
             return self.label_hosts.get(label) or (next(iter(named)) if len(named) == 1 else fallback)
 
-        for (version, label), origin in self.loose_versions.items():
-            if settle(label) != UNKNOWN_HOST:
-                self._host(settle(label))["versions"].setdefault(version, origin)
-        findings = [dict(finding, host=host or settle(label, source))
+        for (version, label, source), origin in self.loose_versions.items():
+            host = settle(label, source)
+            if host != UNKNOWN_HOST:
+                self._host(host)["versions"].setdefault(version, origin)
+                if "+cuda" in version:
+                    self.runtime["CUDA"].setdefault(host, {}).setdefault(version.split("+cuda", 1)[1], origin)
+        findings = [dict(finding, host=host or settle(label, source),
+                         rank=self._rank(finding, host, finding.get("_label", label), source))
                     for (dummy, host, label, source, dummy), finding in self.pending.items()]
-        findings += self._derived(networks)
-        self.job.finish()
+        for finding in findings:
+            if finding["code"] in ("rank_exception", "cuda_oom"):
+                if finding["rank"] is None:
+                    finding["rank"] = self._failed_rank(finding["source"])
+                    if finding["rank"] is not None and finding["host"] in (UNKNOWN_HOST, default_host):
+                        finding["host"] = self._rank_host(finding["rank"]) or finding["host"]
+                finding["cause"] = _who(finding) + finding["cause"]
+        for finding in findings:
+            if finding["host"] in (UNKNOWN_HOST, default_host) and finding["rank"] is not None:
+                finding["host"] = self._rank_host(finding["rank"]) or finding["host"]
+        findings += self._derived(networks, settle)
         dumps_verdict = compare_dumps(self.dumps) if self.dumps else None
         if dumps_verdict:
             dumps_verdict["source"] = ", ".join(d["name"] for d in self.dumps)
+        desync = dumps_desync(self.dumps) if len(self.dumps) > 1 else None
+        if desync:
+            findings.append(dumps_desync_finding(desync, self.job, ", ".join(d["name"] for d in self.dumps)))
+        recognised = self._recognised(findings)
+        if self.last_line is not None:
+            self.stages.last = _origin(self.last_line, self.last_source)
         findings = judge(_dedupe(findings), self.job, dumps_verdict, self.ras_problems,
-                         lambda host: host or fallback)
-        findings = [dict({key: finding.get(key) for key in PUBLIC_KEYS}, host=finding.get("host") or UNKNOWN_HOST)
+                         lambda host: host or fallback, self.stages if recognised else None)
+        findings = [dict({key: finding.get(key) for key in PUBLIC_KEYS}, host=finding.get("host") or UNKNOWN_HOST,
+                         confidence=finding.get("confidence") or "high")
                     for finding in findings]
+        nothing = None if recognised else self._nothing()
         return {
-            "verdict": verdict(findings, self.lines, list(self.hosts)),
+            "verdict": nothing or verdict(findings, self.lines, list(self.hosts)),
+            "judged": nothing is None,
             "hosts": {name: _public(facts) for name, facts in self.hosts.items()},
             "findings": findings,
             "nccl_versions": _distinct([v for facts in self.hosts.values() for v in facts["versions"]]
-                                       + [version for version, dummy in self.loose_versions]),
+                                       + [key[0] for key in self.loose_versions]),
             "multi_node": self._multi_node(),
             "lines": self.lines,
-            "notes": self.notes + self._nothing_note(findings),
+            "notes": self.notes + ([nothing] if nothing else []),
         }
 
+    def _rank(self, finding: dict, host, label, source) -> Optional[int]:
+        """The rank a finding's line belongs to: its label, its NCCL pid, its torchrun report, its file."""
+        if finding.get("rank") is not None:
+            return finding["rank"]
+        if finding.get("_rank") is not None:
+            return finding["_rank"]
+        if label:
+            match = _LABEL_RANK.match(label)
+            if match:
+                return int(match.group("rank"))
+            if label in self.label_pids:
+                rank = self.job.pid_rank.get(self.label_pids[label])
+                if rank is not None:
+                    return rank
+            if label.startswith("pid="):
+                pid = label[4:]
+                rank = self.job.pid_rank.get((self.job.pid_hosts.get(pid), pid))
+                if rank is not None:
+                    return rank
+        if host and finding.get("_pid"):
+            rank = self.job.pid_rank.get((host, finding["_pid"]))
+            if rank is not None:
+                return rank
+        ranks = self.source_ranks.get(source)
+        if ranks and len(ranks) == 1:
+            return next(iter(ranks))
+        match = _FILE_RANK.search(os.path.basename(source or ""))
+        return int(match.group("rank")) if match else None
+
+    def _failed_rank(self, source: str) -> Optional[int]:
+        """The one rank a launcher in this file reports exiting with an error code (its traceback's)."""
+        pid_rank = {d["pid"]: d["rank"] for d in self.job.deaths if d.get("pid") and d.get("rank") is not None}
+        ranks = {d.get("rank") if d.get("rank") is not None else pid_rank.get(d.get("pid"))
+                 for d in self.job.deaths
+                 if d.get("exitcode") and (d.get("origin") or {}).get("source") == source}
+        return next(iter(ranks)) if len(ranks) == 1 and None not in ranks else None
+
+    def _rank_host(self, rank: int) -> Optional[str]:
+        """The host a rank ran on, from NCCL's init lines or a launcher's report of its death."""
+        known = self.job.ranks.get(rank)
+        if known and known.get("host"):
+            return known["host"]
+        return next((d.get("host") or d.get("node") for d in self.job.deaths
+                     if d.get("rank") == rank and (d.get("host") or d.get("node"))), None)
+
+    def _recognised(self, findings) -> bool:
+        job = self.job
+        return bool(self.hosts or findings or self.dumps or self.ras_problems or self.stages.recognised
+                    or self.stages.started() or job.deaths or job.timeouts or job.rendezvous or job.forensics
+                    or job.init_started or job.rendezvous_done or job.ras.problems or self.loose_versions)
+
+    def _nothing(self) -> str:
+        return (f"NOTHING TO JUDGE: none of the {self.lines} line(s) is a line of NCCL, torch.distributed, "
+                "torchrun, Gloo, MPI, Lightning or nccl-tests; expected a job's output with NCCL_DEBUG=INFO (or "
+                "WARN), a Python traceback, a launcher's error report, or nccl-tests' output")
     def _multi_node(self) -> bool:
         return len(self.hosts) > 1 or self.nodes > 1
 
-    def _derived(self, networks) -> List[dict]:
+    def _derived(self, networks, settle) -> List[dict]:
         found = []
+        physical = _physical_nics(self.hosts)
         for name, facts in self.hosts.items():
-            found += nic_findings(name, facts, networks, self._multi_node())
+            found += nic_findings(name, facts, networks, self._multi_node(), physical)
             found += transport_findings(name, _transports(facts), self.expected)
-        found += version_findings({name: list(facts["versions"].items()) for name, facts in self.hosts.items()})
+        versions = version_findings({name: list(facts["versions"].items()) for name, facts in self.hosts.items()})
+        found += versions
+        found += setting_findings({name: facts["env"] for name, facts in self.hosts.items()}, self.env_origins)
+        runtime = {}
+        for what, places in self.runtime.items():
+            for where, seen in places.items():
+                host = (settle(where[6:]) if where.startswith("label:") else
+                        settle(None, where[7:]) if where.startswith("source:") else where)
+                if host and host != UNKNOWN_HOST:
+                    merged = runtime.setdefault(what, {}).setdefault(host, {})
+                    for version, origin in seen.items():
+                        merged.setdefault(version, origin)
+        # A CUDA read from NCCL's own version string differs with it: nccl_version_mismatch says it already.
+        if versions:  # NCCL's version string carries its CUDA: nccl_version_mismatch says it already
+            runtime.pop("CUDA", None)
+        found += runtime_findings(runtime)
         return found
 
-    def _nothing_note(self, findings) -> List[str]:
-        if self.hosts or findings or self.dumps or self.ras_problems:
-            return []
-        return ["no NCCL, Gloo or torch.distributed lines were recognised "
-                "(run with NCCL_DEBUG=INFO to get NCCL's own lines)"]
-
-
 def _origin(line: Line, source: str) -> dict:
-    return {"evidence": line.text.strip()[:_EVIDENCE_CHARS], "source": source, "line": line.number}
+    text = f"{line.stamp} {line.text.strip()}" if line.stamp else line.text.strip()
+    return {"evidence": text[:_EVIDENCE_CHARS], "source": source, "line": line.number, "time": line_time(line)}
+
+
+def _pid(line: Line) -> Optional[str]:
+    if not line.host:
+        return None
+    head = line.text.split(line.host + ":", 1)
+    return head[1].split(":", 1)[0] if len(head) == 2 else None
 
 
 def _add_nic(nics: Dict[tuple, dict], nic: dict, line: Line, source: str) -> None:
@@ -405,7 +646,24 @@ def _distinct(values) -> List[str]:
 
 
 PUBLIC_KEYS = ("code", "severity", "host", "rank", "evidence", "source", "line", "count", "cause", "fix",
-               "consequence_of")
+               "consequence_of", "confidence")
+
+
+def _who(finding: dict) -> str:
+    rank = f"rank {finding['rank']}" if finding.get("rank") is not None else "a rank"
+    host = finding.get("host")
+    return f"{rank} on {host}: " if host and host != UNKNOWN_HOST else f"{rank}: "
+
+
+def _physical_nics(hosts: Dict[str, dict]) -> List[str]:
+    """Names of the NICs with an address that NCCL listed and that are neither loopback nor virtual."""
+    names = []
+    for facts in hosts.values():
+        for nic in list(facts["bootstrap_nics"].values()) + list(facts["net_nics"].values()):
+            name = nic.get("name", "")
+            if nic.get("address") and name != "lo" and not is_virtual(name) and name not in names:
+                names.append(name)
+    return names
 
 
 def _dedupe(findings: List[dict]) -> List[dict]:

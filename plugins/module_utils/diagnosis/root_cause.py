@@ -19,18 +19,25 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from .rules import FIX_NIC, FIX_PORTS, sort_key
+from .compare import desync_finding
+from .rules import FIX_NIC, FIX_PORTS, PRIORITY, sort_key
 from .job import STUCK_STATES, signal_name
+from .timeline import earlier
+
+_RANK_OF = {code: index for index, code in enumerate(PRIORITY)}
 
 # Findings that a dead or stuck peer produces on the ranks still running.
 CONSEQUENCES = frozenset((
     "remote_exited", "connect_refused", "connect_timeout", "connect_failed", "retry_exceeded",
     "nccl_system_error", "nccl_internal_error", "cuda_error", "test_nccl_failure", "child_failed",
     "collective_timeout", "nccl_warning", "gloo_connect_failed", "ib_completion_error",
-    "rank_killed", "rank_failed",
+    "rank_killed", "rank_failed", "rendezvous_timeout", "rendezvous_connection_error", "no_route",
 ))
 FOLLOWERS = frozenset(("test_nccl_failure", "child_failed"))
 ROOT_CODES = ("rank_killed", "rank_failed", "hang_in_collective", "hang_in_rendezvous")
+# Codes this engine makes from the whole job rather than from one line's rule.
+JOB_CODES = ROOT_CODES + ("oom_killed", "cuda_oom", "rank_exception", "collective_desync", "incomplete_run",
+                          "completion_unknown", "runtime_version_mismatch", "nccl_setting_mismatch")
 # Signals a launcher or torch's watchdog sends to ranks after another failed: weaker roots.
 _SECONDARY_SIGNALS = (6, 15)
 
@@ -53,11 +60,106 @@ FIX_RENDEZVOUS_HANG = ("pin GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME to the clu
                        "before training")
 
 
+OWN_CODES = ("oom_killed", "cuda_oom", "rank_exception")
+# Warnings about the setup that explain the connection failures that follow them: then they are the root.
+EXPLAINING = ("virtual_nic", "loopback_nic", "efa_missing")
+CONNECTION_FAILURES = frozenset((
+    "connect_refused", "connect_timeout", "no_route", "connect_failed", "retry_exceeded", "gloo_connect_failed",
+    "rendezvous_timeout", "rendezvous_connection_error",
+))
+# Failures NCCL reports when it could not connect, but also later for other reasons.
+_INIT_FAILURES = frozenset(("nccl_system_error", "nccl_internal_error", "remote_exited"))
+# Errors about the setup or the program that come before anything the network does with them.
+_SETUP_LAST = PRIORITY.index("collective_desync")
+FIX_INCOMPLETE = ("find why it stopped: read the launcher's output and `dmesg -T` on every host (OOM kills, Xid "
+                  "errors), check whether a rank is stopped or stuck (`py-spy dump --pid PID`), and collect every "
+                  "rank's log with NCCL_DEBUG=INFO and TORCH_NCCL_DUMP_ON_TIMEOUT=1 for the next run")
+
+
 def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems: List[dict],
-          settle_host) -> List[dict]:
-    """All findings, root causes first; settle_host(host_or_None) names a host for unnamed lines."""
+          settle_host, stages=None) -> List[dict]:
+    """All findings, root causes first; settle_host(host_or_None) names a host for unnamed lines.
+
+    stages: diagnosis.stages.Stages of the log, to tell a run that stopped from one that finished.
+    """
     findings = [dict(f, rank=f.get("rank"), consequence_of=f.get("consequence_of")) for f in findings]
+    desync = desync_finding(job.timeouts, job.ranks)
+    if desync:
+        findings.append(dict(desync, count=1))
     roots = _death_findings(job, settle_host)
+    root = _own_root(findings, roots) or _setup_root(findings, roots, job)
+    if root is not None:
+        return _around(root, findings, roots)
+    return _job_root(findings, job, dumps_verdict, ras_problems, settle_host, roots, stages)
+
+
+def _own_root(findings: List[dict], roots: List[dict]) -> Optional[dict]:
+    """A rank's own error (an exception, CUDA OOM, an OOM kill): the earliest of them."""
+    own = [f for f in findings + roots if (f["code"] in OWN_CODES or f.get("_own")) and f["severity"] == "error"]
+    if not own:
+        return None
+    root = _earliest(sorted(own, key=sort_key))
+    # A rank killed or crashed (SIGKILL, SIGSEGV) before it, by the clocks, came first.
+    for death in roots:
+        if death["_class"] == 0 and death["code"] == "rank_killed" and earlier(death.get("time"), root.get("time")):
+            root = death
+    return root
+
+
+def _setup_root(findings: List[dict], roots: List[dict], job) -> Optional[dict]:
+    """A setup or program error (NIC, versions, settings, SHM, EFA, GID, a desync) ahead of what it breaks."""
+    if any(f["_class"] == 0 for f in roots):
+        return None  # a rank killed or crashed: that comes first (the death rules)
+    errors = [f for f in findings if f["severity"] == "error"]
+    # A NIC over which every communicator finished init works: later failures are not its doing.
+    unconnected = any(f["code"] in CONNECTION_FAILURES or (f["code"] in _INIT_FAILURES and not job.init_done_hosts)
+                      for f in errors)
+    failing = errors or roots or job.timeouts
+    for finding in findings:
+        # Explained by another error, unless that one is the same code (a more specific line of it).
+        explained = any(f["code"] not in CONSEQUENCES and f["code"] not in FOLLOWERS and f["code"] != finding["code"]
+                        for f in errors)
+        if finding["code"] == "collective_desync" and finding["severity"] == "warning" and failing \
+                and not explained:
+            finding["severity"] = "error"
+            finding["confidence"] = "low"
+        if finding["severity"] != "warning":
+            continue
+        # A virtual or loopback NIC that carried a finished init works; EFA missing explains any failure.
+        weak = unconnected if finding["code"] != "efa_missing" else unconnected or (failing and not explained)
+        if (finding["code"] in EXPLAINING and weak) or (finding["code"] == "nccl_setting_mismatch" and failing):
+            finding["severity"] = "error"
+    setup = sorted((f for f in findings if f["severity"] == "error"
+                    and _RANK_OF.get(f["code"], len(PRIORITY)) <= _SETUP_LAST), key=sort_key)
+    return _earliest(setup) if setup else None
+
+
+def _earliest(candidates: List[dict]) -> dict:
+    """The first candidate in priority order, unless another happened earlier by more than the clock skew."""
+    first = candidates[0]
+    for candidate in candidates[1:]:
+        if earlier(candidate.get("time"), first.get("time")):
+            first = candidate
+    return first
+
+
+def _around(root: dict, findings: List[dict], roots: List[dict]) -> List[dict]:
+    """root first; what follows from it (the consequences and the deaths) after the independent findings."""
+    root["consequence_of"] = None
+    for finding in findings + roots:
+        if finding is root or finding["severity"] == "info":
+            continue
+        if finding["code"] in CONSEQUENCES or finding in roots or finding["code"] == "collective_desync" \
+                and root["code"] in OWN_CODES:
+            finding["consequence_of"] = root["code"]
+    others = [f for f in findings + roots if f is not root]
+    independent = sorted((f for f in others if f["consequence_of"] is None), key=sort_key)
+    following = sorted((f for f in others if f["consequence_of"] is not None), key=sort_key)
+    return [root] + independent + following
+
+
+def _job_root(findings, job, dumps_verdict, ras_problems, settle_host, roots, stages) -> List[dict]:
+    """Dead ranks, hangs, the first error; without any error, a rendezvous hang or a run that stopped."""
     killed = [f for f in roots if f["consequence_of"] is None]
     errors = sorted((f for f in findings if f["severity"] == "error"), key=sort_key)
     causes = [f for f in errors if f["code"] not in FOLLOWERS]
@@ -77,9 +179,11 @@ def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems
                 finding["consequence_of"] = None
             killed = roots[:1]
     if not killed and not any(f["severity"] == "error" for f in findings):
-        hang = _rendezvous_hang(job, settle_host)
+        hang = None if stages is not None and stages.finished() else _rendezvous_hang(job, settle_host)
         if hang:
             roots.append(hang)
+        elif stages is not None:
+            roots.extend(_stage_findings(stages, job, settle_host))
     root = killed[0]["code"] if killed else None
     if root:
         for finding in findings:
@@ -90,10 +194,32 @@ def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems
         for finding in errors[1:]:
             if finding["code"] in FOLLOWERS and finding["code"] != errors[0]["code"]:
                 finding["consequence_of"] = errors[0]["code"]
-    independent = sorted((f for f in findings if f["consequence_of"] is None), key=sort_key)
+    last = [f for f in roots if f["consequence_of"] is None and f["severity"] != "error"]
+    independent = sorted((f for f in findings + last if f["consequence_of"] is None), key=sort_key)
     following = sorted((f for f in roots + findings if f["consequence_of"] is not None), key=sort_key)
-    first = [f for f in roots if f["consequence_of"] is None]
+    first = [f for f in roots if f["consequence_of"] is None and f["severity"] == "error"]
     return first + independent + following
+
+
+def _stage_findings(stages, job, settle_host) -> List[dict]:
+    """incomplete_run for a stage that started and never ended; else a warning when no end is shown."""
+    unfinished = stages.unfinished(bool(job.init_done_hosts))
+    if unfinished:
+        origin = unfinished["origin"] or {"evidence": "", "source": None, "line": None}
+        return [dict(origin, code="incomplete_run", severity="error", host=settle_host(None), rank=None, count=1,
+                     consequence_of=None, confidence="low",
+                     cause=(f"the run did not finish: {unfinished['what']} (last stage reached: "
+                            f"{unfinished['stage']}); it hung or was killed, and the log does not say why"),
+                     fix=FIX_INCOMPLETE)]
+    if stages.finished() or not (job.init_done_hosts or job.rendezvous or stages.torch):
+        return []
+    last = stages.last or {"evidence": "", "source": None, "line": None}
+    return [{"code": "completion_unknown", "severity": "warning", "host": settle_host(None), "rank": None,
+             "count": 1, "consequence_of": None, "confidence": "low", "evidence": last["evidence"],
+             "source": last["source"], "line": last["line"],
+             "cause": "no error, but this log has no end marker: cannot tell whether it finished or was cut short",
+             "fix": "check the job's exit status with its launcher; print a line when training ends (Lightning "
+                    "prints '`Trainer.fit` stopped'), and keep every rank's log"}]
 
 
 # ---- dead ranks ----
@@ -146,7 +272,29 @@ def _merge_deaths(job) -> List[dict]:
                 if value is not None and known.get(field) is None:
                     known[field] = value
             known["oom"] = known.get("oom") or death.get("oom")
-    return list(merged.values())
+    return _place_oom_kills(list(merged.values()), job)
+
+
+# A kernel OOM line and a rank's SIGKILL this close in time on one host are one event.
+_OOM_WINDOW_S = 120.0
+
+
+def _place_oom_kills(deaths: List[dict], job) -> List[dict]:
+    """An OOM kill naming no rank's pid: the SIGKILL of a rank on its host at its time, else another
+    process (dropped when the job shows deaths of its own: an OOM kill of, say, a database is not
+    this job's); alone, it stays (the only death the log shows)."""
+    loose = [d for d in deaths if d.get("oom") and d.get("how") == "oom" and d.get("rank") is None]
+    others = [d for d in deaths if d not in loose]
+    for oom in loose:
+        when, host = (oom.get("origin") or {}).get("time"), oom.get("oom_host")
+        for death in others:
+            then = (death.get("origin") or {}).get("time")
+            where = death.get("host") or death.get("node") or (job.ranks.get(death.get("rank")) or {}).get("host")
+            if death.get("signal") == 9 and not death.get("oom") and when is not None and then is not None \
+                    and abs(when - then) <= _OOM_WINDOW_S and (host is None or where is None or host == where):
+                death["oom"] = True
+                break
+    return others if others else deaths
 
 
 def _death_finding(death: dict, job, settle_host) -> dict:
@@ -154,7 +302,8 @@ def _death_finding(death: dict, job, settle_host) -> dict:
     nccl = job.ranks.get(rank) if rank is not None else None
     named = (nccl or {}).get("host") or death.get("host") or death.get("node")
     host = settle_host(named)
-    who = f"rank {rank}" if rank is not None else f"pid {death.get('pid')}"
+    who = f"rank {rank}" if rank is not None else f"pod {death['pod']}" if death.get("pod") else \
+        f"pid {death.get('pid')}"
     where = f" on {named}" if named else ""
     pid = death.get("pid") or (nccl or {}).get("pid")
     notes = [f"pid {pid}"] if pid and rank is not None else []
@@ -162,15 +311,18 @@ def _death_finding(death: dict, job, settle_host) -> dict:
         notes.append(f"the launcher names the machine {death['node']}")
     extra = f" ({'; '.join(notes)})" if notes else ""
     sig = death.get("signal")
-    if sig is not None:
+    if death.get("oom"):
+        code = "oom_killed"
+        how = "was killed by the kernel's OOM killer (signal 9): the host (or its cgroup) ran out of memory"
+        if death.get("pod"):
+            how = ("was OOMKilled by Kubernetes (exit code 137): its container reached its memory limit"
+                   + (f" ({death['limit']})" if death.get("limit") else ""))
+        fix = ("give the job more host memory or use less (smaller batch, fewer data-loader workers, no dataset "
+               "held in memory per rank); `dmesg -T | grep -i -e oom -e 'killed process'` shows what was using it")
+    elif sig is not None:
         code = "rank_killed"
         how = f"was killed by signal {sig} ({signal_name(sig)})"
-        if death.get("oom"):
-            how += " from the kernel's OOM killer: the host ran out of memory"
-            fix = ("give the job more host memory or use less (smaller batch, fewer data-loader workers); "
-                   "`dmesg -T | grep -i -e oom -e 'killed process'` shows what was using it")
-        else:
-            fix = FIX_KILLED if sig in (9, 15) else FIX_CRASHED
+        fix = FIX_KILLED if sig in (9, 15) else FIX_CRASHED
     else:
         code = "rank_failed"
         how = f"exited with code {death.get('exitcode')}"
@@ -243,8 +395,9 @@ def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) ->
              f"{suspect}" + (": " + "; ".join(reasons) if reasons else
                              " (collect forensics while it hangs: process states, py-spy, NCCL RAS)")
              + timeout_text)
+    # Without a named suspect the evidence only points at a hang: low confidence, and the fix says what to collect.
     return dict(origin, code="hang_in_collective", severity="error", host=host, rank=rank, count=1,
-                consequence_of=None, cause=cause, fix=FIX_COLLECTIVE)
+                consequence_of=None, cause=cause, fix=FIX_COLLECTIVE, confidence="high" if rank is not None else "low")
 
 
 def _first_origin(ras, dumps_verdict) -> dict:
@@ -263,7 +416,7 @@ def _rendezvous_hang(job, settle_host) -> Optional[dict]:
     origin = job.rendezvous or {"evidence": "", "source": None, "line": None}
     stage = ("the distributed start" if job.rendezvous else "NCCL's init (Init START, never COMPLETE)")
     return dict(origin, code="hang_in_rendezvous", severity="error", host=settle_host(None), rank=None, count=1,
-                consequence_of=None,
+                consequence_of=None, confidence="low",
                 cause=(f"hang in the rendezvous: the log stops at {stage} and no communicator finished init, "
                        "with no error: the ranks never met. torch's store (MASTER_ADDR:MASTER_PORT), Gloo or "
                        "NCCL's bootstrap cannot reach the other nodes: usually the hostname resolves to an "

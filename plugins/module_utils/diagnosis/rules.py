@@ -39,11 +39,12 @@ class Rule(NamedTuple):
     cause: str
     fix: str
     escalate: Optional[str] = None  # expected_transport under which this becomes an error
+    own: bool = False      # a fault of the rank's own host (a GPU's Xid): a root cause like a rank's exception
 
 
-def _rule(code, severity, needles, pattern, cause, fix, escalate=None):
+def _rule(code, severity, needles, pattern, cause, fix, escalate=None, own=False):
     needles = (needles,) if isinstance(needles, str) else tuple(needles)
-    return Rule(code, severity, needles, re.compile(pattern), cause, fix, escalate)
+    return Rule(code, severity, needles, re.compile(pattern), cause, fix, escalate, own)
 
 
 # Every code may match a line once: the first of its rules wins, so specific rules come before
@@ -84,6 +85,11 @@ RULES = (
           "listens on another NIC) or a firewall rejects the port",
           FIX_PORTS),
     _rule("connect_refused", "error", "onnection refused",
+          r"Call to connect(?: to (?P<peer>\S+))? failed : Connection refused",
+          "a connection to a peer{at} was refused: nothing listens there (the peer process is gone or listens "
+          "on another NIC) or a firewall rejects the port",
+          FIX_PORTS),
+    _rule("connect_refused", "error", "onnection refused",
           r"connect returned Connection refused, exceeded",
           "NCCL gave up connecting to a peer that refused every attempt: nothing listens on the address "
           "it advertised (wrong NIC) or a firewall rejects the port",
@@ -98,6 +104,11 @@ RULES = (
           r"[Cc]onnect to (?P<peer>\S+) (?:failed : |returned (?:\d+\()?)Connection timed out(?!, retrying)",
           "the connection to {peer} timed out: packets to that port are dropped (firewall or cloud "
           "security group) or the address is on a network this host cannot reach",
+          FIX_PORTS),
+    _rule("connect_timeout", "error", "timed out",
+          r"Call to connect(?: to (?P<peer>\S+))? failed : Connection timed out",
+          "a connection to a peer{at} timed out: packets to that port are dropped (firewall or cloud security "
+          "group) or the address is on a network this host cannot reach",
           FIX_PORTS),
     _rule("connect_timeout", "error", "timed out",
           r"error Connection timed out.*connect to (?P<peer>\S+)",
@@ -138,18 +149,74 @@ RULES = (
           "advertised or the network drops the connection",
           FIX_PORTS + "; " + FIX_NIC),
 
+    _rule("shm_too_small", "error", ("shared memory segment", "/dev/shm", "posix_fallocate"),
+          r"(?:Error while (?:creating|attaching to) shared memory segment (?P<seg>\S+)(?: \(size (?P<size>\d+)\))?"
+          r"|failed to extend (?P<seg2>/dev/shm/\S+)|Call to posix_fallocate failed : No space left on device)",
+          "NCCL could not create its shared-memory segment {seg}{seg2} for the SHM transport between "
+          "ranks of one host: /dev/shm is too small or full (Docker gives a container 64 MB)",
+          "give the container more shared memory: `docker run --shm-size=16g` (or `--ipc=host`), on Kubernetes "
+          "mount an emptyDir with medium: Memory at /dev/shm; remove stale /dev/shm/nccl-* files; "
+          "NCCL_SHM_DISABLE=1 works around it at some speed"),
+    _rule("shm_too_small", "error", "insufficient shared memory",
+          r"insufficient shared memory \(shm\)",
+          "a DataLoader worker died of a bus error: insufficient shared memory, /dev/shm is too small (Docker "
+          "gives a container 64 MB)",
+          "give the container more shared memory: `docker run --shm-size=16g` (or `--ipc=host`), or fewer "
+          "DataLoader workers"),
+    _rule("efa_av_insert_failed", "error", "address vector",
+          r"Unable to insert remote address into address vector",
+          "EFA could not add a peer's address (\"Unable to insert remote address into address vector\"): the "
+          "EFA security group does not admit traffic to itself, usually the outbound rule to the group itself "
+          "is missing",
+          "give the security group of every EFA interface a rule admitting all traffic inbound from itself AND "
+          "one admitting all traffic outbound to itself (Destination: the group's own id); cloud_aws_mode: "
+          "apply adds both"),
+    _rule("efa_missing", "warning", "fi_getinfo",
+          r"fi_getinfo(?:\(\))?.*(?:No data available|-61\b)",
+          "libfabric found no EFA device (fi_getinfo: No data available): the EFA devices are not visible in "
+          "this container or host",
+          "map the EFA devices into the container (`docker run --device=/dev/infiniband/uverbs0 ...` for each, "
+          "or the Kubernetes EFA device plugin's vpc.amazonaws.com/efa resource), and check `fi_info -p efa` "
+          "inside it; on a host without EFA attach an EFA interface and install the EFA software",
+          escalate="efa"),
+    _rule("efa_missing", "error", "not found",
+          r"Error: network (?P<net>[^.]*(?:Libfabric|OFI)[^.]*) not found",
+          "NCCL_NET asks for the {net} network (aws-ofi-nccl), but its plugin found no usable EFA provider, so NCCL "
+          "fails with invalid usage: the EFA devices are not visible here (not mapped into the container) or the "
+          "EFA software is missing",
+          "map the EFA devices into the container (`--device=/dev/infiniband/uverbs0 ...` for each, or the "
+          "Kubernetes EFA device plugin's vpc.amazonaws.com/efa resource), check `fi_info -p efa` inside it; or "
+          "unset NCCL_NET to let NCCL fall back to sockets"),
+    _rule("ib_missing", "error", "not found",
+          r"Error: network (?P<net>IB\S*) not found",
+          "NCCL_NET={net} asks for InfiniBand, but NCCL found no usable IB device, so NCCL fails with invalid usage",
+          "check `ibv_devinfo` (a port in state PORT_ACTIVE) and that the devices are visible in the container "
+          "(--device=/dev/infiniband, --cap-add IPC_LOCK); or unset NCCL_NET"),
+    _rule("ib_gid_error", "error", ("GidIndex", "RoceGetVersionNum", "ibv_query_gid", "GID", "gid index"),
+          # "GID table change" (an async event): the address behind a GID moved, e.g. a NIC re-addressed.
+          r"(?:ncclIbRoceGetVersionNum|ncclIbGetGidIndex|Call to ibv_query_gid failed|GID table change|"
+          r"[Ii]nvalid (?:GID|gid)(?: index)?|[Gg][Ii][Dd] (?:index|table)\S* (?:\d+ )?(?:is )?(?:invalid|not found|"
+          r"out of range|empty)|NCCL_IB_GID_INDEX.*(?:invalid|out of range))",
+          "RoCE's GID table has no usable entry at the GID index NCCL uses (wrong NCCL_IB_GID_INDEX, an IPv6 "
+          "link-local or empty entry, or a container seeing another network namespace's GIDs)",
+          "pick the GID of the RoCE v2 entry with the cluster IPv4 address (`show_gids`, or `ibv_devinfo -v`) and "
+          "set NCCL_IB_GID_INDEX to its index on every host (often 3); in containers give the pod the RDMA "
+          "device's own network namespace"),
     _rule("ib_verbs_failed", "error", "Call to ibv_",
           r"Call to (?P<call>ibv_\w+) failed",
           "the InfiniBand/RoCE verbs call {call} failed: the locked-memory limit is too low (containers), "
           "the HCA port is down, or the RoCE GID index is wrong",
           "raise the memlock limit (ulimit -l unlimited; docker --ulimit memlock=-1 --cap-add IPC_LOCK), "
           "check `ibstat`/`ibv_devinfo`, set NCCL_IB_GID_INDEX for RoCE, or NCCL_IB_DISABLE=1 to use sockets"),
-    _rule("ib_completion_error", "error", "Got completion from peer",
-          r"NET/IB ?: Got completion from peer (?P<peer>\S+) with (?:error |status=)(?P<status>\d+)",
-          "an InfiniBand/RoCE transfer with {peer} failed (completion status {status}; 12 means the "
-          "retries ran out): a link, switch port or the peer's HCA is down or unreachable",
-          "check `ibstat` and link state on both hosts, NCCL_IB_HCA, and for RoCE NCCL_IB_GID_INDEX "
-          "and the switch's lossless (PFC) settings"),
+    _rule("ib_completion_error", "error", ("Got completion", "local access violation"),
+          r"(?:NET/IB ?: Got completion (?:from peer (?P<peer>\S+) )?with (?:error |status=)(?P<status>\d+)"
+          r"|(?P<lav>local access violation))",
+          "an InfiniBand/RoCE transfer {with}failed ({completion}{lav}): 12 means the retries ran "
+          "out (the NICs cannot reach each other over RDMA), 5/local access violation usually an MTU mismatch or "
+          "a wrong RoCE GID; otherwise a link, switch port or the peer's HCA is down",
+          "RoCE: set the same MTU on every NIC and switch port (`ibv_devinfo` active_mtu, `ip link`), and "
+          "NCCL_IB_GID_INDEX to the RoCE v2 GID with the cluster address (`show_gids`, often 3); check "
+          "`ibstat` link state on both hosts, NCCL_IB_HCA, and the switch's lossless (PFC) settings"),
 
     _rule("gloo_connect_failed", "error", "onnect [127.",
           r"connect \[(?P<peer>127\.[\d.]+\]:\d+)",
@@ -171,6 +238,13 @@ RULES = (
           "Gloo could not connect to a peer: {error}",
           FIX_NIC + "; " + FIX_PORTS),
 
+    _rule("address_in_use", "error", ("EADDRINUSE", "lready in use"),
+          r"(?:port: (?P<port>\d+).*(?:EADDRINUSE|address already in use)|(?:EADDRINUSE|[Aa]ddress already in use)"
+          r".*port:? (?P<port2>\d+)|bind to \S*:(?P<port3>\d+)\)? \(errno: 98)",
+          "port {port}{port2}{port3} is taken, so the rendezvous store (TCPStore, MASTER_PORT) cannot listen: an "
+          "earlier run still holds it, or two jobs use the same MASTER_PORT",
+          "stop the leftover process (`ss -ltnp | grep :{port}{port2}{port3}`), or choose another MASTER_PORT for "
+          "this job"),
     _rule("address_in_use", "error", ("lready in use", "EADDRINUSE"),
           r"(?:Address already in use|EADDRINUSE|address already in use)",
           "a port this process needs is taken: an earlier run still holds it, or two jobs use the same "
@@ -185,14 +259,50 @@ RULES = (
     _rule("rendezvous_timeout", "error", "clients joined",
           r"[Tt]imed out after (?P<after>\d+) seconds waiting for clients\. "
           r"(?P<joined>\d+)/(?P<total>\d+) clients joined",
-          "only {joined} of {total} ranks reached the store within {after} s: the other nodes were not "
+          "only {joined} of {total} ranks ({joined}/{total} clients joined) reached the store within {after} s: "
+          "the other nodes were not "
           "started or cannot reach MASTER_ADDR:MASTER_PORT",
           FIX_RENDEZVOUS),
+    _rule("rendezvous_connection_error", "error", "ncclUniqueId",
+          r"retrieving ncclUniqueId from \[(?P<src>\d+)\].*?got error: (?P<error>[^.]+)",
+          "this rank could not get NCCL's unique id from rank {src} through torch's store ({error}): rank {src} "
+          "failed before it published it, or the store (MASTER_ADDR:MASTER_PORT) became unreachable",
+          "find why rank {src} stopped (its own log: an exception, OOM or signal comes first); if it runs, "
+          + FIX_RENDEZVOUS),
     _rule("rendezvous_connection_error", "error", "RendezvousConnectionError",
           r"RendezvousConnectionError",
           "torchrun could not connect to the C10d rendezvous store at --rdzv_endpoint",
           FIX_RENDEZVOUS),
 
+    _rule("collective_desync", "error", "mismatch between collectives",
+          r"Detected mismatch between collectives on ranks\.?\s*(?P<detail>.*)",
+          "torch (TORCH_DISTRIBUTED_DEBUG=DETAIL) found the ranks in different collectives (a desync): {detail}",
+          "the program, not the network: every rank must call the same collectives in the same order with "
+          "tensors of the same shape; the message names each rank's collective, shape and sequence number"),
+    _rule("collective_desync", "error", "collective mismatch",
+          r"collective mismatch error,? local size (?P<local>\d+),? remote size (?P<remote>\d+)",
+          "NCCL reports a collective mismatch: this rank posted {local} bytes, its peer {remote} bytes: the ranks "
+          "are in different collectives, or the same one with tensors of different sizes (a desync)",
+          "the program, not the network: every rank must call the same collectives in the same order with "
+          "tensors of the same size; look for rank- or data-dependent branches and shapes; "
+          "TORCH_DISTRIBUTED_DEBUG=DETAIL checks every collective's shape"),
+    _rule("collective_desync", "error", ("truncated", "Truncated"),
+          r"[Mm]essage truncated\s*:?\s*(?:receiv(?:ed|ing) (?P<got>\d+) bytes? instead of (?P<want>\d+))?",
+          "NCCL reports a message truncated: a rank received another size than it posted ({got} bytes instead "
+          "of {want}): the ranks "
+          "are in different collectives, or the same one with tensors of different sizes (a desync)",
+          "the program, not the network: every rank must call the same collectives in the same order with "
+          "tensors of the same size; look for rank- or data-dependent branches and shapes; "
+          "TORCH_DISTRIBUTED_DEBUG=DETAIL checks every collective's shape"),
+    # Weak alone (NCCL returns it for other misuse too): a warning that the judge makes the root only
+    # where nothing else explains the failure.
+    _rule("collective_desync", "warning", ("ncclInvalidUsage", "invalid usage"),
+          r"^(?!.*Test NCCL failure).*(?:ncclInvalidUsage|[Ii]nvalid usage)",
+          "NCCL reports invalid usage (ncclInvalidUsage): the ranks called collectives that do not match "
+          "(another operation, count, type or root on one rank: a desync), or passed an invalid argument",
+          "the program, not the network: every rank must call the same collectives in the same order with "
+          "the same sizes, types and root; rerun with NCCL_DEBUG=WARN to see NCCL's reason and "
+          "TORCH_DISTRIBUTED_DEBUG=DETAIL to check every collective's shape"),
     _rule("collective_timeout", "error", "Watchdog caught collective operation timeout",
           r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)"
           r".*?ran for (?P<ms>\d+) milliseconds",
@@ -226,12 +336,26 @@ RULES = (
           "ncclInternalError: on cloud hosts this is almost always the network, not NCCL: the wrong NIC "
           "(public side, docker/veth) or ports blocked between the hosts",
           FIX_INTERNAL),
+    _rule("cuda_oom", "error", ("out of memory", "cudaErrorMemoryAllocation"),
+          r"Cuda failure (?:\d+ )?'out of memory'|CUDA error: out of memory|cudaErrorMemoryAllocation",
+          "CUDA out of memory inside NCCL (its buffers did not fit next to the model on that GPU): {quoted}",
+          "free GPU memory for NCCL: lower the batch size per GPU, set PYTORCH_CUDA_ALLOC_CONF="
+          "expandable_segments:True, lower NCCL_BUFFSIZE or NCCL_NCHANNELS_PER_NET_PEER, and check with "
+          "`nvidia-smi` that no other process holds memory on that GPU"),
     _rule("cuda_not_initialized", "error", "system not yet initialized",
           r"system not yet initialized",
           "CUDA reports 'system not yet initialized': on NVSwitch systems (HGX/DGX A100, H100, H200) the "
           "NVIDIA Fabric Manager is not running or does not match the driver",
           "start it with `systemctl enable --now nvidia-fabricmanager` (the package version must equal the "
           "driver version); check `nvidia-smi -q | grep -i fabric`"),
+    _rule("cuda_error", "error", "Xid",
+          r"NVRM: Xid \((?P<bus>[^)]*)\): (?P<xid>\d+)",
+          "the GPU at {bus} reported Xid {xid}, a fault of the GPU or its driver (79: fallen off the bus; 48, 63, 64, "
+          "94, 95: memory ECC errors; 74: NVLink; 13, 31, 43: an application's bad access): the ranks on it fail, "
+          "the others follow",
+          "look the Xid up in NVIDIA's Xid table; `nvidia-smi -q` for ECC and retired pages, reset or drain the GPU "
+          "(79 and ECC errors are hardware: take the host out of the job), check power, cooling and the driver",
+          own=True),
     _rule("cuda_error", "error", ("Cuda failure", "unhandled cuda error", "Test CUDA failure"),
           r"Cuda failure (?P<error>.+)|unhandled cuda error|Test CUDA failure",
           "a CUDA call failed inside NCCL: a driver/CUDA mismatch, a GPU fault (see Xid in dmesg), or a "
@@ -284,23 +408,61 @@ RULES = (
 
 # Root causes first, consequences last: the order findings of one severity are listed in.
 PRIORITY = (
+    "oom_killed", "cuda_oom", "rank_exception",
     "no_socket_interface", "nic_outside_cluster", "loopback_nic", "virtual_nic", "nccl_version_mismatch",
-    "socket_instead_of_ib", "socket_instead_of_efa", "duplicate_gpu", "address_in_use",
+    "runtime_version_mismatch", "nccl_setting_mismatch",
+    "socket_instead_of_ib", "socket_instead_of_efa", "duplicate_gpu", "shm_too_small", "efa_av_insert_failed",
+    "efa_missing", "ib_gid_error", "address_in_use", "collective_desync",
     "connect_refused", "connect_timeout", "no_route", "connect_failed", "retry_exceeded",
     "ib_verbs_failed", "ib_completion_error", "gloo_connect_failed", "rendezvous_connection_error",
     "rendezvous_timeout", "collective_timeout", "remote_exited", "nccl_system_error",
     "nccl_internal_error", "cuda_not_initialized", "cuda_error", "test_nccl_failure", "child_failed", "nccl_warning",
-    "ib_missing", "ib_disabled", "efa_missing",
+    "ib_missing", "ib_disabled", "incomplete_run", "completion_unknown",
 )
 _RANK = {code: index for index, code in enumerate(PRIORITY)}
 # Most lines match no rule: a test for any needle spares them the loop over every rule. Substring
 # tests in C are several times faster than one regex alternation of ~40 words over the line.
-_NEEDLES = tuple(sorted({n for rule in RULES for n in rule.needles}))
+NEEDLES = _NEEDLES = tuple(sorted({n for rule in RULES for n in rule.needles}))
+
+
+def anchors(needles, size: int = 4) -> tuple:
+    """A few short substrings such that every needle contains one of them (a greedy cover).
+
+    A line that holds none of them holds no needle: testing a dozen anchors (in C, through map) is
+    several times cheaper than testing every needle, and nearly all lines hold none.
+    """
+    uncovered, chosen = set(needles), []
+    while uncovered:
+        counts: Dict[str, set] = {}
+        for needle in uncovered:
+            for start in range(max(len(needle) - size + 1, 1)):
+                counts.setdefault(needle[start:start + size], set()).add(needle)
+        best = max(sorted(counts), key=lambda piece: len(counts[piece]))
+        chosen.append(best)
+        uncovered -= counts[best]
+    return tuple(chosen)
+
+
+_ANCHORS = anchors(_NEEDLES)
+# anchor -> the needles that hold it; needle -> indices of the rules that name it.
+_ANCHOR_NEEDLES = {anchor: tuple(n for n in _NEEDLES if anchor in n) for anchor in _ANCHORS}
+_NEEDLE_RULES: Dict[str, set] = {}
+for _index, _each in enumerate(RULES):
+    for _needle in _each.needles:
+        _NEEDLE_RULES.setdefault(_needle, set()).add(_index)
+
+
+_RULE_INDEX = {id(rule): index for index, rule in enumerate(RULES)}
 
 
 def sort_key(finding: dict):
+    # Within one code, the more specific rule (earlier in RULES) first, then the earlier line.
     return (SEVERITIES.index(finding["severity"]), _RANK.get(finding["code"], len(PRIORITY)),
-            finding.get("line") or 0)
+            finding.get("_rule", len(RULES)), finding.get("line") or 0)
+
+
+# Groups quoted at more length: torch's desync message names two collectives, each with its shape.
+_GROUP_CHARS = {"detail": 900}
 
 
 class _Blank(dict):
@@ -311,24 +473,34 @@ class _Blank(dict):
 def match_line(text: str, expected_transport: str = "any") -> List[dict]:
     """Findings (without host) that one line's text supports; one per code at most."""
     found, seen = [], set()
-    for needle in _NEEDLES:
-        if needle in text:
-            break
-    else:
+    if not any(map(text.__contains__, _ANCHORS)):
         return found
-    for rule in RULES:
-        if rule.code in seen or not any(needle in text for needle in rule.needles):
+    candidates = set()
+    for anchor in _ANCHORS:
+        if anchor in text:
+            for needle in _ANCHOR_NEEDLES[anchor]:
+                if needle in text:
+                    candidates |= _NEEDLE_RULES[needle]
+    for index in sorted(candidates):
+        rule = RULES[index]
+        if rule.code in seen:
             continue
         match = rule.pattern.search(text)
         if not match:
             continue
         seen.add(rule.code)
-        values = _Blank({k: v.strip()[:200] for k, v in match.groupdict().items() if v is not None})
-        if "peer" in values:
+        # A group of the pattern that took no part is empty; a name the pattern lacks prints "?".
+        values = _Blank({k: (v or "").strip()[:_GROUP_CHARS.get(k, 200)] for k, v in match.groupdict().items()})
+        if values.get("peer"):
             values["peer"] = describe_peer(values["peer"])
+        values["with"] = f"with {values['peer']} " if values.get("peer") else ""
+        values["at"] = f" at {values['peer']}" if values.get("peer") else ""
+        values["quoted"] = match.group(0)[:200]
+        values["completion"] = (f"completion error {values['status']}, status {values['status']}"
+                                if values.get("status") else "")
         severity = "error" if rule.escalate and rule.escalate == expected_transport else rule.severity
         found.append({"code": rule.code, "severity": severity, "cause": rule.cause.format_map(values),
-                      "fix": rule.fix.format_map(values)})
+                      "fix": rule.fix.format_map(values), "_rule": _RULE_INDEX[id(rule)], "_own": rule.own})
     return found
 
 
@@ -372,9 +544,18 @@ def _as_list(value) -> list:
     return list(value)
 
 
-def nic_findings(host: str, facts: dict, networks, multi_node: bool) -> List[dict]:
-    """NICs outside the cluster networks; without networks, loopback or virtual NICs on a multi-node run."""
+def nic_findings(host: str, facts: dict, networks, multi_node: bool, physical=()) -> List[dict]:
+    """NICs outside the cluster networks; without networks, loopback or virtual NICs on a multi-node run.
+
+    physical: names of NICs the log shows that are neither loopback nor virtual, for the fix.
+    """
     found = []
+    fix_nic = FIX_NIC
+    if physical:
+        names = ", ".join(physical[:3])
+        fix_nic = (f"set NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to the physical NIC on the cluster network "
+                   f"(the log shows {names}), e.g. NCCL_SOCKET_IFNAME={physical[0]} GLOO_SOCKET_IFNAME={physical[0]}, "
+                   "or exclude the virtual ones (NCCL_SOCKET_IFNAME=^docker,br-,veth,virbr,lo)")
     for nic, roles in _addressed_nics(facts):
         address = parse_address(nic["address"])
         uses = f"NCCL uses {nic['name']} {nic['address']} for {' and '.join(roles)}"
@@ -390,14 +571,16 @@ def nic_findings(host: str, facts: dict, networks, multi_node: bool) -> List[dic
             found.append(_derived("loopback_nic", "warning", host, nic["origin"],
                                   f"{uses} on a multi-node run: loopback cannot reach other hosts (this works "
                                   "only when all ranks share one network namespace)", FIX_NIC))
-        elif multi_node and (_is_virtual(nic["name"]) or (address is not None and address.is_link_local)):
+        elif multi_node and (is_virtual(nic["name"]) or (address is not None and address.is_link_local)):
             found.append(_derived("virtual_nic", "warning", host, nic["origin"],
                                   f"{uses} on a multi-node run: a container/virtual or link-local address that "
-                                  "other hosts usually cannot reach", FIX_NIC))
+                                  "other hosts usually cannot reach", fix_nic if physical else
+                                  FIX_NIC + "; or exclude the virtual ones (NCCL_SOCKET_IFNAME=^docker,br-,veth,"
+                                  "virbr,lo)"))
     return found
 
 
-def _is_virtual(name: str) -> bool:
+def is_virtual(name: str) -> bool:
     return any(fnmatch.fnmatch(name, pattern) for pattern in VIRTUAL_NIC_PATTERNS)
 
 

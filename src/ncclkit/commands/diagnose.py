@@ -3,7 +3,9 @@
 Several logs (one per node or rank, PyTorch flight-recorder dumps, NCCL RAS reports, forensics
 output) are read as one job; `-` reads stdin. Prints a short verdict, the root cause's fix and the
 other findings; --json prints {"verdict", "findings": [{code, severity, host, rank, cause, fix,
-evidence, consequence_of}]}, root cause first. docs/diagnosis.md lists the codes.
+evidence, consequence_of, confidence}]}, root cause first. docs/diagnosis.md lists the codes.
+Exit codes: 0 no error finding, 1 an error finding (the first is the root cause; a run that did not
+finish is one), 3 bad input or nothing to judge (no line of NCCL, torch, a launcher or nccl-tests).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 from ncclkit import exitcodes
 from ncclkit.paths import module_utils
 
-FINDING_KEYS = ("code", "severity", "host", "rank", "cause", "fix", "evidence", "consequence_of")
+FINDING_KEYS = ("code", "severity", "host", "rank", "cause", "fix", "evidence", "consequence_of", "confidence")
 TRANSPORTS = ("any", "socket", "ib", "efa")
 
 
@@ -55,6 +57,12 @@ def diagnose_command(args: argparse.Namespace) -> int:
         print(f"ncclkit diagnose: {error}", file=sys.stderr)
         return exitcodes.BAD_INPUT
     findings = result["findings"]
+    if result.get("judged") is False:
+        # Nothing recognisable is never HEALTHY: one line saying what was expected, exit 3.
+        if args.json:
+            print(json.dumps({"verdict": result["verdict"], "findings": []}, indent=2))
+        print(f"ncclkit diagnose: {', '.join(map(str, args.logs))}: {result['verdict']}", file=sys.stderr)
+        return exitcodes.BAD_INPUT
     if args.json:
         print(json.dumps({"verdict": result["verdict"], "findings": [finding_document(f) for f in findings]},
                          indent=2))
@@ -68,6 +76,8 @@ def print_human(verdict: str, findings: list, notes: list) -> None:
     root = findings[0] if findings and findings[0]["severity"] == "error" else None
     if root:
         print(f"  fix: {root['fix']}")
+        if root.get("confidence") == "low":
+            print("  confidence: low (the evidence points at this cause without naming it)")
         print(f"  evidence: {finding_document(root)['evidence']}")
     others = [f for f in findings if f is not root and not f["consequence_of"] and f["severity"] != "info"]
     for finding in others:

@@ -9,7 +9,7 @@ from conftest import SAMPLES
 from ncclkit import cli, exitcodes
 from ncclkit.commands import diagnose as diagnose_cli
 
-FINDING_KEYS = {"code", "severity", "host", "rank", "cause", "fix", "evidence", "consequence_of"}
+FINDING_KEYS = {"code", "severity", "host", "rank", "cause", "fix", "evidence", "consequence_of", "confidence"}
 
 
 def ncclkit(capsys, *argv):
@@ -43,6 +43,27 @@ def test_diagnose_json_is_the_stable_document(capsys):
 def test_diagnose_healthy_exits_0(capsys):
     code, out, dummy = ncclkit(capsys, "diagnose", SAMPLES / "h200-2host-socket-defaults.txt")
     assert code == exitcodes.OK and out.startswith("HEALTHY: no errors in")
+
+
+def test_nothing_to_judge_is_exit_3_with_one_line_never_healthy(capsys, tmp_path):
+    prose = tmp_path / "app.log"
+    prose.write_text("Collecting numpy\nSuccessfully installed numpy-2.1.0\n")
+    code, out, err = ncclkit(capsys, "diagnose", prose)
+    assert code == exitcodes.BAD_INPUT and not out and len(err.strip().splitlines()) == 1
+    assert "NOTHING TO JUDGE" in err and "NCCL_DEBUG=INFO" in err and str(prose) in err
+    code, out, dummy = ncclkit(capsys, "diagnose", "--json", prose)
+    document = json.loads(out)
+    assert code == exitcodes.BAD_INPUT and document["findings"] == [] and document["verdict"].startswith("NOTHING")
+
+
+def test_a_run_that_stopped_is_exit_1_and_says_its_confidence(capsys, tmp_path):
+    cut = tmp_path / "all_reduce.txt"
+    cut.write_text("# nThread 1 nGpus 1 minBytes 8 maxBytes 64 step: 2(factor) warmup iters: 5 iters: 20\n"
+                   "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+                   "           8             2     float     sum      -1    20.11    0.00    0.00      0\n")
+    code, out, dummy = ncclkit(capsys, "diagnose", cut)
+    assert code == exitcodes.PROBLEM and out.startswith("PROBLEM: incomplete_run")
+    assert "  confidence: low" in out
 
 
 def test_diagnose_reads_stdin(capsys, monkeypatch):

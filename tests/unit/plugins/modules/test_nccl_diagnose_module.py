@@ -24,12 +24,13 @@ def run(capsys, args):
 def test_a_failed_log_reports_findings_facts_and_one_msg_line_per_error(capsys):
     code, result = run(capsys, {"path": str(BAD_IFNAME)})
     assert code == 0 and result["changed"] is False and "failed" not in result
-    assert [f["code"] for f in result["findings"]] == ["no_socket_interface", "test_nccl_failure"]
+    # Open MPI's "Process name: [[J,1],0] / Exit code: 3" is rank 0's exit, after the root cause too.
+    assert [f["code"] for f in result["findings"]] == ["no_socket_interface", "test_nccl_failure", "rank_failed"]
     facts = result["ansible_facts"]["nccl_diagnose"]
     assert facts["findings"] == result["findings"] and set(facts["hosts"]) == {"node0", "node1"}
     lines = result["msg"].splitlines()
     assert len(lines) == 2 and lines[0].startswith("node0: NCCL found no network interface")
-    assert lines[1] == "1 later error(s) follow from no_socket_interface: test_nccl_failure"
+    assert lines[1] == "2 later error(s) follow from no_socket_interface: test_nccl_failure, rank_failed"
     assert result["findings"][1]["consequence_of"] == "no_socket_interface"
     assert " -> set NCCL_SOCKET_IFNAME to the cluster NIC" in lines[0]
     assert result["findings"][0]["source"] == str(BAD_IFNAME)
@@ -131,3 +132,15 @@ def test_documentation_matches_the_argument_spec():
     assert {"msg", "findings", "ansible_facts"} <= set(returned)
     documented = returned["findings"]["contains"]["code"]["description"]
     assert all(f"C({code})" in documented for code in PRIORITY)
+
+
+def test_content_with_nothing_recognisable_says_so_and_is_not_healthy(capsys):
+    code, result = run(capsys, {"content": "Collecting numpy\nSuccessfully installed numpy\n"})
+    facts = result["ansible_facts"]["nccl_diagnose"]
+    assert code == 0 and facts["judged"] is False and result["findings"] == []
+    assert result["msg"].startswith("NOTHING TO JUDGE") and "HEALTHY" not in result["msg"]
+
+
+def test_every_finding_says_its_confidence(capsys):
+    dummy, result = run(capsys, {"path": str(BAD_IFNAME)})
+    assert {f["confidence"] for f in result["findings"]} <= {"high", "low"} and result["findings"]

@@ -76,8 +76,10 @@ def contract(result):
     if errors:
         assert result["verdict"].startswith("PROBLEM: ") and findings[0]["severity"] == "error"
         assert findings[0]["consequence_of"] is None
-    else:
+    elif result["judged"]:
         assert result["verdict"].startswith("HEALTHY: ")
+    else:  # nothing recognisable is never healthy
+        assert result["verdict"].startswith("NOTHING TO JUDGE: ") and not findings
 
 
 @FAST

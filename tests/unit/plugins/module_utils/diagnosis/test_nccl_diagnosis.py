@@ -90,9 +90,10 @@ def test_an_abort_after_a_logged_error_follows_from_that_error():
 
 
 def test_kernel_oom_killer_line():
+    # issue 25: a kill the kernel's OOM line names is oom_killed (it was rank_killed).
     result = read_nccl_log(without_source("log-lkml-oom-killer.txt"))
     first = root(result)
-    assert first["code"] == "rank_killed" and "pid 1669" in first["cause"] and "OOM killer" in first["cause"]
+    assert first["code"] == "oom_killed" and "pid 1669" in first["cause"] and "OOM killer" in first["cause"]
 
 
 def test_oom_killed_pid_is_mapped_to_its_rank_and_host_by_nccl_prefixes():
@@ -101,7 +102,7 @@ def test_oom_killed_pid_is_mapped_to_its_rank_and_host_by_nccl_prefixes():
     nccl_only = "\n".join(line for line in node1 if " NCCL " in line)
     oom = without_source("log-lkml-oom-killer.txt").decode().replace("1669", "1747")
     first = root(read_nccl_log(nccl_only + "\n" + oom))
-    assert (first["code"], first["rank"], first["host"]) == ("rank_killed", 1, "node1")
+    assert (first["code"], first["rank"], first["host"]) == ("oom_killed", 1, "node1")
 
 
 # ---- hangs ----

@@ -45,4 +45,5 @@ def test_reader_returns_json_or_raises_only_its_own_error(data, options):
         assert str(error)
         return
     json.dumps(result)
-    assert set(result) == {"verdict", "hosts", "findings", "nccl_versions", "multi_node", "lines", "notes"}
+    assert set(result) == {"verdict", "judged", "hosts", "findings", "nccl_versions", "multi_node", "lines",
+                           "notes"}

@@ -1,0 +1,128 @@
+"""A rank's own Python exception: the final line of a traceback, quoted as the program wrote it.
+
+Pure Python 3.8+ standard library. diagnosis.log feeds every line that is not NCCL's own to
+Tracebacks.feed(); one traceback is read per stream (file and launcher label), so the tracebacks of
+ranks interleaved in one file stay apart. The exception line is the first unindented line after
+"Traceback (most recent call last):" that reads "Type: message" (also inside torchrun's error
+report, whose "traceback :" field starts one).
+
+Exceptions that only say a peer failed (a closed connection, an NCCL or Gloo error, torchrun's
+ChildFailedError, a signal) are not a rank's own error: the rules of diagnosis.rules read those
+lines; here they are left out. CUDA out of memory is `cuda_oom`; any other exception `rank_exception`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, Optional
+
+from ansible_collections.ncclkit.cluster.plugins.module_utils.common.findings import finding
+
+from .timeline import line_time
+
+TRACEBACK = "Traceback (most recent call last)"
+IGNORED = "Exception ignored in"
+# "ValueError: bad batch", "torch.OutOfMemoryError: CUDA out of memory. ...", "KeyError: 'x'", "AssertionError"
+_EXCEPTION = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure))"
+                        r"(?:: ?(?P<message>.*))?$")
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
+# A traceback is given up after this many lines without its exception line (a cut log).
+_MAX_TRACEBACK_LINES = 400
+_MESSAGE_CHARS = 400
+
+# Exception types that report another rank's failure, a signal or the launcher, not this rank's own error.
+_NOT_OWN_TYPES = ("DistBackendError", "DistNetworkError", "DistStoreError", "DistError", "ChildFailedError",
+                  "SignalException", "KeyboardInterrupt", "SystemExit", "RendezvousError",
+                  "RendezvousClosedError", "RendezvousTimeoutError", "RendezvousConnectionError",
+                  "RendezvousStateError", "ConnectionResetError", "BrokenPipeError", "ConnectionRefusedError",
+                  "ConnectionAbortedError", "TimeoutError", "CalledProcessError")
+# Words of a message that is about the communication layer (its rules say what it means).
+_NOT_OWN_WORDS = ("NCCL", "nccl", "Gloo", "gloo", "ProcessGroup", "Watchdog", "TCPStore", "c10d", "closed by peer",
+                  "Connection reset", "Connection closed", "Broken pipe", "Socket Timeout", "timed out",
+                  "Timed out", "communicator", "Rendezvous", "rendezvous", "store_based_barrier",
+                  "Connection refused", "SIGTERM", "SIGKILL", "received signal", "Address already in use",
+                  "EADDRINUSE", "DistBackendError", "address already in use",
+                  # a worker or child process that died: its own cause (a signal, a bus error) is elsewhere
+                  "exited unexpectedly", "killed by signal", "mismatch between collectives")
+_OOM_WORDS = ("CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", "CUDA error: out of memory")
+
+FIX_EXCEPTION = ("fix the program where the traceback of that rank points (the last `File ..., line N` above "
+                 "the exception); the errors of the other ranks (connection closed by peer, NCCL or Gloo "
+                 "errors, ChildFailedError) follow from it and need no fix of their own")
+FIX_OOM = ("that GPU ran out of memory in this rank: lower the batch size (or sequence length) per GPU, use "
+           "gradient checkpointing or mixed precision, set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+           "against fragmentation, and check with `nvidia-smi` that no other process holds memory on that GPU")
+
+
+def classify(exc_type: str, message: str) -> Optional[str]:
+    """cuda_oom, rank_exception, or None for an exception that reports someone else's failure."""
+    text = f"{exc_type}: {message}"
+    if any(word in text for word in _OOM_WORDS):
+        return "cuda_oom"
+    if exc_type.rsplit(".", 1)[-1] in _NOT_OWN_TYPES or any(word in text for word in _NOT_OWN_WORDS):
+        return None
+    return "rank_exception"
+
+
+class Tracebacks:
+    """Open tracebacks per stream; feed() returns a finding when a rank's own exception line ends one."""
+
+    def __init__(self):
+        self.open: Dict[tuple, dict] = {}  # (source, label, host) -> {lines, frame, time, ignored}
+        self.ignored: Dict[tuple, bool] = {}  # streams whose next traceback Python said it ignored
+
+    def feed(self, line, source: str) -> Optional[dict]:
+        text = line.text
+        key = (source, line.label, line.host)
+        if TRACEBACK in text:
+            self.open[key] = {"lines": 0, "frame": None, "time": line_time(line),
+                              "ignored": self.ignored.pop(key, False)}
+            return None
+        if IGNORED in text:
+            # Python's "Exception ignored in: <function ...__del__>": a traceback at shutdown that
+            # changed nothing (a DataLoader worker's, a finalizer's).
+            self.ignored[key] = True
+            return None
+        state = self.open.get(key)
+        if state is None:
+            return None
+        state["lines"] += 1
+        if state["lines"] > _MAX_TRACEBACK_LINES:
+            del self.open[key]
+            return None
+        stripped = text.strip()
+        if not stripped or stripped[:1] in ("^", "~", "+", "|"):
+            return None
+        if text[:1] in (" ", "\t"):
+            # Frames and code are indented; so is the exception line inside torchrun's error report.
+            frame = _FRAME.match(text) if stripped.startswith("File ") else None
+            if frame:
+                state["frame"] = f"{frame.group('file')}:{frame.group('line')} in {frame.group('func')}"
+                return None
+            if not state["frame"] or ":" not in stripped or stripped.startswith("File "):
+                return None
+        if stripped.startswith(("The above exception", "During handling of")):
+            return None
+        match = _EXCEPTION.match(stripped)
+        if not match:
+            return None  # another process's line in between: the traceback goes on
+        del self.open[key]
+        if state["ignored"]:
+            return None
+        exc_type, message = match.group("type"), (match.group("message") or "").strip()
+        code = classify(exc_type, message)
+        if code is None:
+            return None
+        made = exception_finding(code, exc_type, message, state["frame"])
+        made["time"] = line_time(line) or state["time"]  # the traceback's start, when only it has a stamp
+        return made
+
+
+def exception_finding(code: str, exc_type: str, message: str, frame: Optional[str]) -> dict:
+    quoted = f"{exc_type}: {message[:_MESSAGE_CHARS]}" if message else exc_type
+    where = f" (raised at {frame})" if frame else ""
+    if code == "cuda_oom":
+        return finding("cuda_oom", "error", f"CUDA out of memory in a rank{where}: {quoted}", FIX_OOM,
+                       exception=quoted)
+    return finding("rank_exception", "error", f"the rank's own Python exception{where}: {quoted}", FIX_EXCEPTION,
+                   exception=quoted)

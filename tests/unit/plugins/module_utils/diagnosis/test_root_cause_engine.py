@@ -1,0 +1,329 @@
+"""The engine's parts on lines written here in the shapes real logs have: prefixes, timestamps, a
+rank's own exception, stages that never ended, ranks and hosts that differ, and who failed first.
+(tests/samples/failures holds whole cases; these pin each part down on its own.)"""
+
+import gzip
+
+import pytest
+
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.exceptions import classify
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.lines import parse_line
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import read_nccl_log, read_nccl_log_files
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.rules import NEEDLES, anchors
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.timeline import SKEW_S, earlier, line_time
+
+NCCL = "node1:4242:4250 [0] NCCL INFO NET/Socket : Using [0]eth1:10.0.0.12<0>"
+
+
+def first(result):
+    return result["findings"][0]
+
+
+# ---- every shape of line ----
+
+@pytest.mark.parametrize("shaped, label, stamp", [
+    (NCCL, None, None),
+    ("[2025-10-16 22:16:08] " + NCCL, None, "[2025-10-16 22:16:08]"),
+    ("[1,3]<stdout>:" + NCCL, "1,3", None),
+    ("[rank3]:" + NCCL, "rank3", None),
+    ("[default0]:" + NCCL, "default0", None),
+    ("(RayTrainWorker pid=812, ip=10.0.0.12) " + NCCL, "pid=812", None),
+    ("2025-10-16T22:16:08.123Z stdout F " + NCCL, None, "2025-10-16T22:16:08.123Z"),
+    ("  | 2025-05-16T16:39:55.218-07:00 | " + NCCL, None, "2025-05-16T16:39:55.218-07:00"),
+    ("[pod/train-worker-1/main] " + NCCL, "pod/train-worker-1/main", None),
+    ("\x1b[32m[rank3]:" + NCCL + "\x1b[0m", "rank3", None),
+    ("3: " + NCCL, "3", None),
+    ("node1: [rank3]:" + NCCL, "rank3", None),
+])
+def test_prefixes_in_any_order_leave_the_nccl_line(shaped, label, stamp):
+    line = parse_line(1, shaped)
+    assert (line.host, line.level, line.label, line.stamp) == ("node1", "INFO", label, stamp)
+    assert line.msg == "NET/Socket : Using [0]eth1:10.0.0.12<0>"
+
+
+def test_syslog_and_pdsh_prefixes_name_the_host_of_lines_that_have_none():
+    kernel = parse_line(1, "Jun  3 01:40:12 node3 kernel: Out of memory: Killed process 51277 (python3)")
+    assert (kernel.host, kernel.text, kernel.stamp) == ("node3", "Out of memory: Killed process 51277 (python3)",
+                                                         "Jun  3 01:40:12")
+    pdsh = parse_line(1, "gpu-7: [rank1]: ValueError: bad")
+    assert (pdsh.host, pdsh.label, pdsh.text) == ("gpu-7", "rank1", "ValueError: bad")
+    # A word without a digit is no host ("srun: error: ..." keeps its words).
+    assert parse_line(1, "srun: error: gpu4: task 1: Killed").text.startswith("srun: error:")
+
+
+def test_nccl_lines_without_their_prefix_and_before_2_5_are_nccl_lines():
+    bare = parse_line(1, "[3] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device")
+    assert (bare.level, bare.label, bare.host) == ("WARN", "3", None)
+    old = parse_line(1, "gpu-a:18553:18611 [0] include/socket.h:360 WARN Call to connect failed : Connection refused")
+    assert (old.host, old.level) == ("gpu-a", "WARN")
+
+
+def test_progress_bars_crlf_and_gz_read_as_the_same_lines(tmp_path):
+    text = ("Epoch 0:  10%|#  | 1/10\rEpoch 0:  20%|## | 2/10\r\n"
+            "[rank1]: Traceback (most recent call last):\r\n"
+            '[rank1]:   File "train.py", line 9, in step\r\n'
+            "[rank1]: KeyError: 'label'\r\n")
+    plain, packed = tmp_path / "rank1.log", tmp_path / "rank1.log.gz"
+    plain.write_text(text, newline="")
+    packed.write_bytes(gzip.compress(text.encode()))
+    for path in (plain, packed):
+        result = read_nccl_log_files([path])
+        assert (first(result)["code"], first(result)["rank"]) == ("rank_exception", 1)
+        assert "KeyError: 'label'" in first(result)["cause"] and result["lines"] == 5
+
+
+# ---- time ----
+
+def test_timestamps_of_every_kind_share_one_scale():
+    nccl = line_time(parse_line(1, "[2025-12-05 04:47:09] " + NCCL))
+    glog = line_time(parse_line(1, "E1205 04:47:09.474000 140 torch/distributed/run.py:12] failed"))
+    bracketed = line_time(parse_line(1, "[rank0]:[E1205 04:47:19.100000 8101 ProcessGroupNCCL.cpp:632] x"))
+    syslog = line_time(parse_line(1, "Dec  5 04:47:09 node3 kernel: Out of memory: Killed process 1 (a)"))
+    assert nccl == syslog and abs(glog - nccl - 0.474) < 1e-6 and bracketed - glog > SKEW_S
+    assert earlier(glog, bracketed) and not earlier(nccl, glog) and not earlier(None, glog)
+
+
+def test_the_earliest_own_failure_is_the_root_when_the_clocks_tell():
+    text = ("[rank1]:[E1205 04:40:00.000000 1 x.py:1] Traceback (most recent call last):\n"
+            "[rank1]: ValueError: first\n"
+            "[rank0]:[E1205 04:41:00.000000 1 x.py:1] Traceback (most recent call last):\n"
+            "[rank0]: ValueError: second\n")
+    later_first = text.replace("04:40:00", "04:42:00")
+    assert first(read_nccl_log(text))["rank"] == 1
+    assert first(read_nccl_log(later_first))["rank"] == 0  # rank 1's stamp is now the later one
+
+
+# ---- a rank's own error ----
+
+@pytest.mark.parametrize("exc_type, message, code", [
+    ("ValueError", "bad batch at step 6", "rank_exception"),
+    ("proj.data.errors.DataCorruptError", "shard 17", "rank_exception"),
+    ("torch.OutOfMemoryError", "CUDA out of memory. Tried to allocate 2.00 GiB", "cuda_oom"),
+    ("RuntimeError", "CUDA error: an illegal memory access was encountered", "rank_exception"),
+    ("torch.distributed.DistBackendError", "NCCL error in: x, remote process exited", None),
+    ("RuntimeError", "[../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.2]:1",
+     None),
+    ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError", "", None),
+    ("RuntimeError", "DataLoader worker (pid(s) 812) exited unexpectedly", None),
+])
+def test_only_a_rank_s_own_exception_is_its_root_cause(exc_type, message, code):
+    assert classify(exc_type, message) == code
+
+
+def test_the_exception_is_quoted_with_its_rank_and_host_and_the_peer_s_errors_follow():
+    node1 = ("node1:10:10 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1 - Init COMPLETE\n"
+             "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by "
+             "peer [10.0.0.12]:28817\n")
+    node2 = ("node2:20:20 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 0 busId 1 - Init COMPLETE\n"
+             "[rank1]: Traceback (most recent call last):\n"
+             '[rank1]:   File "/srv/train.py", line 38, in training_step\n'
+             '[rank1]:     raise ValueError(f"bad batch at step {i}")\n'
+             "[rank1]: ValueError: bad batch at step 6\n")
+    result = read_nccl_log(node1 + node2)
+    root = first(result)
+    assert (root["code"], root["rank"], root["host"]) == ("rank_exception", 1, "node2")
+    assert "ValueError: bad batch at step 6" in root["cause"] and "/srv/train.py:38" in root["cause"]
+    assert all(f["consequence_of"] == "rank_exception" for f in result["findings"][1:] if f["severity"] == "error")
+
+
+def test_interleaved_tracebacks_of_two_ranks_stay_apart():
+    text = ("[rank0]: Traceback (most recent call last):\n"
+            "[rank1]: Traceback (most recent call last):\n"
+            '[rank0]:   File "a.py", line 1, in f\n'
+            "[rank1]: KeyError: 'x'\n"
+            "[rank0]: IndexError: list index out of range\n")
+    found = {(f["rank"], f["code"]) for f in read_nccl_log(text)["findings"]}
+    assert {(0, "rank_exception"), (1, "rank_exception")} <= found
+
+
+def test_exit_minus_9_alone_stays_rank_killed_and_an_oom_line_for_another_process_changes_nothing():
+    death = "E0603 02:10:05.000000 2830 api.py:869] failed (exitcode: -9) local_rank: 0 (pid: 9902) of binary: x\n"
+    assert first(read_nccl_log(death))["code"] == "rank_killed"
+    other = "Jun  3 01:40:12 node3 kernel: Out of memory: Killed process 51277 (java)\n"
+    assert first(read_nccl_log(other + death))["code"] == "rank_killed"
+    same_time = other.replace("01:40:12", "02:10:01").replace("(java)", "(python3)")
+    assert first(read_nccl_log(same_time + death))["code"] == "oom_killed"  # its host and time match
+
+
+# ---- incomplete is never healthy ----
+
+HEADER = "# nThread 1 nGpus 1 minBytes 8 maxBytes 128 step: 2(factor) warmup iters: 5 iters: 20\n"
+TABLE = "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+ROW = "           8             2     float     sum      -1    20.11    0.00    0.00      0\n"
+
+
+def test_an_nccl_tests_table_without_its_footer_is_incomplete_and_with_it_healthy():
+    cut = read_nccl_log(HEADER + TABLE + ROW)
+    assert first(cut)["code"] == "incomplete_run" and first(cut)["confidence"] == "low"
+    assert "8 bytes" in first(cut)["cause"] and "Avg bus bandwidth" in first(cut)["cause"]
+    done = read_nccl_log(HEADER + TABLE + ROW + "# Avg bus bandwidth    : 0.001\n")
+    assert done["verdict"].startswith("HEALTHY") and not done["findings"]
+
+
+def test_a_lightning_fit_without_its_stop_line_is_incomplete():
+    fit = "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]\nEpoch 0:  50%|#####     | 5/10\n"
+    assert first(read_nccl_log(fit))["code"] == "incomplete_run"
+    assert read_nccl_log(fit + "`Trainer.fit` stopped: `max_epochs=1` reached.\n")["verdict"].startswith("HEALTHY")
+
+
+def test_no_end_marker_is_a_warning_and_nothing_recognisable_is_nothing_to_judge():
+    job = "node1:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 1 cudaDev 0 busId 1 - Init COMPLETE\nstep 10 loss 1.0\n"
+    result = read_nccl_log(job)
+    assert result["verdict"].startswith("HEALTHY") and [f["code"] for f in result["findings"]] == [
+        "completion_unknown"]
+    nothing = read_nccl_log("Collecting numpy\nInstalling collected packages: numpy\n")
+    assert nothing["judged"] is False and nothing["findings"] == []
+
+
+# ---- ranks and hosts that differ ----
+
+def init_lines(host, pid, rank, env=(), version="2.21.5+cuda12.4"):
+    lines = [f"{host}:{pid}:{pid} [0] NCCL INFO NCCL version {version}"]
+    lines += [f"{host}:{pid}:{pid} [0] NCCL INFO {name} set by environment to {value}" for name, value in env]
+    lines.append(f"{host}:{pid}:{pid} [0] NCCL INFO comm 0x1 rank {rank} nranks 3 cudaDev 0 busId 1 - Init COMPLETE")
+    return "\n".join(lines) + "\n"
+
+
+def watchdog(rank, seq, op, numel):
+    return (f"[rank{rank}]:[E1205 04:47:09.000000 1 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught "
+            f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={numel}, NumelOut={numel}, "
+            "Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n")
+
+
+def test_watchdogs_that_disagree_name_the_odd_rank_its_collective_and_both_sizes():
+    text = "".join(init_lines(f"n{r}", 10 + r, r) for r in range(3))
+    text += watchdog(0, 12, "BROADCAST", 1024) + watchdog(1, 12, "BROADCAST", 2048) + watchdog(2, 12, "BROADCAST",
+                                                                                            1024)
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["rank"], root["host"]) == ("collective_desync", 1, "n1")
+    assert "NumelIn=2048" in root["cause"] and "NumelIn=1024" in root["cause"] and "program" in root["fix"]
+    same = "".join(init_lines(f"n{r}", 10 + r, r) for r in range(3)) + watchdog(0, 12, "BROADCAST", 1024)
+    assert first(read_nccl_log(same))["code"] == "hang_in_collective"
+
+
+def test_a_setting_on_one_host_only_is_the_root_of_the_hang_it_causes():
+    text = (init_lines("n0", 10, 0, [("NCCL_PROTO", "LL")]) + init_lines("n1", 11, 1, [("NCCL_PROTO", "Simple")])
+            + init_lines("n2", 12, 2, [("NCCL_PROTO", "Simple")]) + watchdog(0, 5, "ALLREDUCE", 1))
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["host"]) == ("nccl_setting_mismatch", "n0") and "NCCL_PROTO=LL" in root["cause"]
+    healthy = text.replace(watchdog(0, 5, "ALLREDUCE", 1), "")
+    assert {f["severity"] for f in read_nccl_log(healthy)["findings"] if f["code"] == "nccl_setting_mismatch"} == {
+        "warning"}
+
+
+def test_a_torch_build_on_one_host_is_named():
+    text = "".join(f"[{h}] PyTorch version: {v}\n" for h, v in (("a", "2.4.1+cu124"), ("b", "2.4.1+cu124"),
+                                                               ("c", "2.4.1+cu118")))
+    text = text.replace("[a] ", "a1: ").replace("[b] ", "b1: ").replace("[c] ", "c1: ")
+    root = first(read_nccl_log(text + "c1: [rank2]: RuntimeError: NCCL error: unhandled cuda error\n"))
+    assert (root["code"], root["host"]) == ("runtime_version_mismatch", "c1") and "2.4.1+cu118" in root["cause"]
+
+
+# ---- signatures ----
+
+@pytest.mark.parametrize("line, code, words", [
+    ("h:1:2 [0] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-x "
+     "(size 9637888)", "shm_too_small", "--shm-size"),
+    ("h:1:2 [0] ofi.c:1 NCCL WARN NET/OFI Unable to insert remote address into address vector for device 0",
+     "efa_av_insert_failed", "outbound"),
+    ("h:1:2 [0] net_ib.cc:100 NCCL WARN NET/IB : mlx5_0:1 Got async event : local access violation work queue "
+     "error", "ib_completion_error", "NCCL_IB_GID_INDEX"),
+    ("h:1:2 [0] net_ib.cc:1 NCCL WARN NET/IB: read failed in ncclIbRoceGetVersionNum: Invalid argument",
+     "ib_gid_error", "NCCL_IB_GID_INDEX"),
+    ("[W socket.cpp:436] [c10d] The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address "
+     "already in use).", "address_in_use", "29500"),
+])
+def test_real_signatures_give_their_code_and_fix(line, code, words):
+    root = first(read_nccl_log(line + "\n"))
+    assert root["code"] == code and words in root["fix"] + root["cause"]
+
+
+def test_a_virtual_nic_is_the_root_when_a_peer_connection_fails_after_it():
+    text = ("node1:1:1 [0] NCCL INFO Bootstrap : Using br-3f2a:172.18.0.1<0>\n"
+            "node1:1:1 [0] NCCL INFO NET/Socket : Using [0]br-3f2a:172.18.0.1<0> [1]ens5:10.0.0.11<0>\n"
+            "node1:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0\n"
+            "node1:1:2 [0] misc/socket.cc:1 NCCL WARN Net : Connect to 172.18.0.2<45000> failed : Connection "
+            "refused\n")
+    result = read_nccl_log(text)
+    root = first(result)
+    assert (root["code"], root["severity"]) == ("virtual_nic", "error") and "ens5" in root["fix"]
+    assert next(f for f in result["findings"] if f["code"] == "connect_refused")["consequence_of"] == "virtual_nic"
+
+
+def test_every_marker_holds_an_anchor():
+    # The prefilter skips a line that holds no anchor: every needle must hold one.
+    chosen = anchors(NEEDLES)
+    assert all(any(anchor in needle for anchor in chosen) for needle in NEEDLES)
+    assert len(chosen) < len(NEEDLES)
+
+
+def test_flight_recorder_dumps_that_record_one_collective_differently_are_a_desync(tmp_path):
+    import pickle
+
+    def dump(rank, op, size):
+        entries = [{"process_group": ("0", "default_pg"), "collective_seq_id": seq, "profiling_name": name,
+                    "state": "completed", "is_p2p": False, "input_sizes": [[shape]]}
+                   for seq, name, shape in ((1, "nccl:all_reduce", 8), (2, op, size))]
+        return pickle.dumps({"version": "2.4", "rank": rank, "entries": entries,
+                             "pg_config": {"0": {"ranks": "[0, 1, 2]"}},
+                             "pg_status": {"0": {"last_completed_collective": 1, "last_enqueued_collective": 2}}})
+
+    paths = []
+    for rank, op, size in ((0, "nccl:broadcast", 1024), (1, "nccl:broadcast", 4096), (2, "nccl:broadcast", 1024)):
+        path = tmp_path / f"nccl_trace_rank_{rank}"
+        path.write_bytes(dump(rank, op, size))
+        paths.append(path)
+    root = first(read_nccl_log_files(paths))
+    assert (root["code"], root["rank"]) == ("collective_desync", 1)
+    assert "[[4096]]" in root["cause"] and "[[1024]]" in root["cause"] and "#2 is broadcast" in root["cause"]
+    (tmp_path / "nccl_trace_rank_1").write_bytes(dump(1, "nccl:broadcast", 1024))
+    assert "collective_desync" not in {f["code"] for f in read_nccl_log_files(paths)["findings"]}
+
+
+def test_torch_s_own_desync_check_and_a_missing_unique_id_are_named():
+    detail = ("[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: "
+              "CollectiveFingerPrint(SequenceNumber=12, OpType=BROADCAST, TensorShape=[2048]), but Rank 0 is running "
+              "collective: CollectiveFingerPrint(SequenceNumber=12, OpType=BROADCAST, TensorShape=[1024])\n")
+    root = first(read_nccl_log(detail))
+    assert (root["code"], root["rank"]) == ("collective_desync", 1) and "TensorShape=[2048]" in root["cause"]
+    unique = ("[rank1]: torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving "
+              "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Connection "
+              "reset by peer\n")
+    root = first(read_nccl_log(unique))
+    assert root["code"] == "rendezvous_connection_error" and "rank 0" in root["cause"]
+
+
+def test_open_mpi_s_first_failed_process_is_rank_failed():
+    text = ("mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+            "the job to be terminated. The first process to do so was:\n\n"
+            "  Process name: [[38612,1],3]\n  Exit code:    1\n")
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["rank"]) == ("rank_failed", 3)
+
+
+def test_a_kill_the_clocks_show_before_an_exception_comes_first():
+    kill = "E1205 04:40:00.000000 2830 api.py:869] failed (exitcode: -9) local_rank: 1 (pid: 11) of binary: x\n"
+    exception = ("[rank0]:[E1205 04:45:00.000000 10 x.py:1] Traceback (most recent call last):\n"
+                 "[rank0]: AssertionError: loss is nan\n")
+    assert first(read_nccl_log(kill + exception))["code"] == "rank_killed"
+    assert first(read_nccl_log(kill.replace("04:40:00", "04:46:00") + exception))["code"] == "rank_exception"
+
+
+def test_a_traceback_python_says_it_ignored_is_no_root_cause():
+    shutdown = ("Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f>\n"
+                "Traceback (most recent call last):\n"
+                '  File "/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py", line 1479, in __del__\n'
+                "AssertionError: can only test a child process\n"
+                "`Trainer.fit` stopped: `max_epochs=2` reached.\n")
+    assert read_nccl_log(shutdown)["verdict"].startswith("HEALTHY")
+    assert first(read_nccl_log(shutdown.split("\n", 1)[1]))["code"] == "rank_exception"
+
+
+def test_a_gpu_xid_in_the_kernel_log_is_the_root_of_what_follows():
+    text = ("node1:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1 - Init COMPLETE\n"
+            "node1:1:2 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer node2<4000>\n"
+            "Dec  5 04:47:01 node2 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, GPU has fallen off the bus.\n")
+    result = read_nccl_log(text)
+    root = first(result)
+    assert (root["code"], root["host"]) == ("cuda_error", "node2") and "Xid 79" in root["cause"]
+    assert next(f for f in result["findings"] if f["code"] == "remote_exited")["consequence_of"] == "cuda_error"
