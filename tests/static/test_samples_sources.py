@@ -1,16 +1,21 @@
 """Every fixture under tests/samples names where it comes from: text fixtures in their first line
 (`# source: URL or the command that recorded it, with the date` or `# recorded DATE ... by
-COMMAND`), the formats that cannot hold a comment in tests/samples/SOURCES.md."""
+COMMAND`), the formats that cannot hold a comment in tests/samples/SOURCES.md, and the diagnosis
+corpus's cases (tests/samples/failures/<case>/, logs read whole) in their expected.json's `shape_from`."""
 
+import json
 import re
 
 import pytest
 
 from conftest import SAMPLES
 
-TEXT = sorted(p for p in SAMPLES.rglob("*") if p.suffix in (".txt", ".log"))
-OTHER = sorted(p for p in SAMPLES.rglob("*") if p.is_file() and p.suffix not in (".txt", ".log")
+FAILURES = SAMPLES / "failures"
+_OUTSIDE_CORPUS = [p for p in SAMPLES.rglob("*") if FAILURES not in p.parents]
+TEXT = sorted(p for p in _OUTSIDE_CORPUS if p.suffix in (".txt", ".log"))
+OTHER = sorted(p for p in _OUTSIDE_CORPUS if p.is_file() and p.suffix not in (".txt", ".log")
                and p.name != "SOURCES.md")
+CASES = sorted(p for p in FAILURES.iterdir() if p.is_dir())
 SOURCES = (SAMPLES / "SOURCES.md").read_text()
 # A URL, a repository reference, or a recording: a date and the command.
 _NAMES_ORIGIN = re.compile(r"https?://\S+|github:\S+|public GitHub file|code-index id|"
@@ -35,6 +40,13 @@ def test_text_fixture_names_its_source_first(path):
 @pytest.mark.parametrize("path", OTHER, ids=lambda p: str(p.relative_to(SAMPLES)))
 def test_other_fixture_is_listed_with_its_source(path):
     assert path.name in SOURCES
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_a_corpus_case_names_where_its_shape_comes_from(case):
+    expected = json.loads((case / "expected.json").read_text())
+    assert _NAMES_ORIGIN.search(expected.get("shape_from", "")) or "written here" in expected["shape_from"], \
+        f"{case.name}: shape_from names no thread URL, recording or 'written here'"
 
 
 @pytest.mark.parametrize("first", [
