@@ -6,6 +6,7 @@ Pure Python; the nccl_efa module gathers the inputs on the host.
 
 from __future__ import annotations
 
+import os
 import re
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import rdma_ports
@@ -16,6 +17,16 @@ EFA_DRIVER = "efa"
 NCCL_NET_EVERY_VERSION = "AWS Libfabric"
 # The library, by aws-ofi-nccl version: libnccl-net-ofi.so from 1.13, libnccl-net.so before.
 PLUGIN_LIBRARIES = ("libnccl-net-ofi.so", "libnccl-net.so")
+# Where the library lies: the RPM's and the EFA installer's prefix (lib, lib64), the Debian
+# package's multiarch folders (aws-ofi-nccl up to 1.16.x), NGC containers' build, a source build.
+PLUGIN_DIRS = ("/opt/amazon/ofi-nccl/lib", "/opt/amazon/ofi-nccl/lib64",
+               "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu", "/opt/amazon/ofi-nccl/lib/aarch64-linux-gnu",
+               "/opt/amazon/aws-ofi-nccl/lib", "/opt/aws-ofi-nccl/lib")
+# The package that owns the plugin where the EFA installer put it (same name in its RPMs and DEBs).
+PLUGIN_PACKAGE = "libnccl-ofi"
+# NCCL_NET_PLUGIN: NCCL up to 2.20 loads libnccl-net-<value>.so; from 2.21 it first tries the value
+# as a file name (a full path), then libnccl-net-<value>.so (src/net.cc by tag).
+PLUGIN_PATH_SINCE = (2, 21)
 # What the plugin tunes per instance type, and the socket tuning meant for TCP clusters: never set here.
 NOT_OURS = ("FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "NCCL_PROTO", "NCCL_BUFFSIZE",
             "NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD", "NCCL_IB_DISABLE")
@@ -36,6 +47,20 @@ def fi_info_version(text: str) -> str:
     return ""
 
 
+def owned_files(text: str) -> list:
+    """The files `dpkg-query -L` or `rpm -ql` lists for the plugin package (absolute paths only)."""
+    return [line.strip() for line in (text or "").splitlines() if line.strip().startswith("/")]
+
+
+def find_plugin(dirs=PLUGIN_DIRS, owned=(), root="") -> str:
+    """The aws-ofi-nccl library: among the package's own files first, then in the known folders.
+
+    root: a prefix for the tests' fake layouts ("" on a host)."""
+    files = [path for path in owned if os.path.basename(path) in PLUGIN_LIBRARIES]
+    files += [os.path.join(folder, name) for folder in dirs for name in PLUGIN_LIBRARIES]
+    return plugin_path([path for path in files if os.path.isfile(root + path)])
+
+
 def plugin_path(existing_files) -> str:
     """The aws-ofi-nccl library among the files found, newest name first ("" when none)."""
     for name in PLUGIN_LIBRARIES:
@@ -45,10 +70,33 @@ def plugin_path(existing_files) -> str:
     return ""
 
 
-def efa_env(cloud_env: dict, plugin: str) -> dict:
+def _version(text):
+    match = re.match(r"\s*(\d+)\.(\d+)", str(text or ""))
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def plugin_setting(plugin: str, nccl_versions) -> str:
+    """NCCL_NET_PLUGIN's value for every NCCL the jobs load ("" to leave it unset).
+
+    The full path only when every NCCL is known and 2.21 or later. Otherwise what NCCL up to 2.20
+    also loads: the short name of libnccl-net-<name>.so ("ofi"), or nothing for libnccl-net.so (the
+    name NCCL tries when the variable is unset). Both are looked up by the dynamic loader, so the
+    plugin's folder must be in its path (the EFA installer's ld.so.conf entry, or LD_LIBRARY_PATH)."""
+    versions = [_version(text) for text in nccl_versions or ()]
+    if versions and all(version and version >= PLUGIN_PATH_SINCE for version in versions):
+        return plugin
+    name = os.path.basename(plugin)
+    match = re.fullmatch(r"libnccl-net-(.+)\.so", name)
+    return match.group(1) if match else ""
+
+
+def efa_env(cloud_env: dict, plugin: str, nccl_versions=()) -> dict:
     """ncclkit_cloud_nccl_env with NCCL pinned to aws-ofi-nccl: NCCL_NET makes a missing plugin an
-    error, NCCL_NET_PLUGIN names the library by path (NCCL 2.21 and later accept one)."""
-    env = {name: value for name, value in (cloud_env or {}).items() if name not in NOT_OURS}
+    error; NCCL_NET_PLUGIN as plugin_setting chooses it for the NCCL versions the jobs load."""
+    env = {name: value for name, value in (cloud_env or {}).items()
+           if name not in NOT_OURS and name != "NCCL_NET_PLUGIN"}
     env["NCCL_NET"] = NCCL_NET_EVERY_VERSION
-    env["NCCL_NET_PLUGIN"] = plugin
+    setting = plugin_setting(plugin, nccl_versions)
+    if setting:
+        env["NCCL_NET_PLUGIN"] = setting
     return env
