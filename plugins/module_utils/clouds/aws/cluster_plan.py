@@ -54,6 +54,17 @@ def primary_groups(instance):
     return list(dict.fromkeys(found))
 
 
+def attached_group_ids(instances):
+    """Every security group attached to the instances (the instance's and each interface's), first
+    seen first: the groups ec2_security_group_info must read."""
+    found = []
+    for instance in instances or []:
+        found += [group["group_id"] for group in instance.get("security_groups") or []]
+        for nic in instance.get("network_interfaces") or []:
+            found += [group["group_id"] for group in nic.get("groups") or []]
+    return list(dict.fromkeys(found))
+
+
 def cluster_sides(instance):
     """The interfaces NCCL's traffic reaches, as (efa, groups): the EFA interfaces' groups (all
     traffic to and from the cluster), and the primary interface's groups for the TCP ports
