@@ -13,7 +13,8 @@ description:
     C(fi_info -p efa -t FI_EP_RDM) for the efa provider (with a time limit), and looks for the
     aws-ofi-nccl library among the files of its package (C(dpkg-query -L) or C(rpm -ql)
     C(libnccl-ofi)) and in O(plugin_dirs).
-  - Sets C(cloud_aws_efa) (devices, count, installed, provider version, plugin path) and, where
+  - Sets C(cloud_aws_efa) (devices, count, installed, provider version, plugin path, and
+    C(install_blocker): why the EFA installer cannot run, with what to do, or empty) and, where
     EFA and the plugin are there, C(ncclkit_cloud_nccl_env) with C(NCCL_NET=AWS Libfabric) (the
     name every aws-ofi-nccl version accepts), so that a missing plugin fails at once instead of
     falling back to sockets, and C(NCCL_NET_PLUGIN): the library's full path when every NCCL in
@@ -45,6 +46,14 @@ options:
     type: list
     elements: str
     default: []
+  installer_version:
+    description: The EFA installer version the role would install (named in C(install_blocker)).
+    type: str
+    default: ""
+  installer_sha256:
+    description: The installer archive's sha256 as the role has it (empty when not set).
+    type: str
+    default: ""
   timeout:
     description: Seconds each host command (fi_info, the package query) may take.
     type: int
@@ -83,6 +92,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.efa_hos
     efa_env,
     fi_info_version,
     find_plugin,
+    install_blocker,
     owned_files,
 )
 from ansible_collections.ncclkit.cluster.plugins.module_utils.host.command import run_command
@@ -106,6 +116,8 @@ def main():
             "plugin_dirs": {"type": "list", "elements": "path", "default": list(PLUGIN_DIRS)},
             "cloud_env": {"type": "dict", "default": {}},
             "nccl_versions": {"type": "list", "elements": "str", "default": []},
+            "installer_version": {"type": "str", "default": ""},
+            "installer_sha256": {"type": "str", "default": ""},
             "timeout": {"type": "int", "default": 30},
         },
         supports_check_mode=True,
@@ -123,6 +135,8 @@ def main():
         "devices": devices, "count": len(devices), "provider_version": version,
         "fi_info_ok": bool(version), "fi_info_error": fi_info_error or "", "plugin": plugin,
         "installed": bool(version and plugin)}}
+    facts["cloud_aws_efa"]["install_blocker"] = install_blocker(
+        facts["cloud_aws_efa"], params["installer_sha256"], params["installer_version"])
     if devices and version and plugin:
         facts["ncclkit_cloud_nccl_env"] = efa_env(params["cloud_env"], plugin, params["nccl_versions"])
     module.exit_json(changed=False, ansible_facts=facts)

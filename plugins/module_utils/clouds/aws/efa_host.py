@@ -100,3 +100,22 @@ def efa_env(cloud_env: dict, plugin: str, nccl_versions=()) -> dict:
     if setting:
         env["NCCL_NET_PLUGIN"] = setting
     return env
+
+
+def install_blocker(efa: dict, sha256: str, version: str) -> str:
+    """Why the EFA installer cannot run here, with what to do ("" when it can, or need not).
+
+    EFA devices listed means the kernel's efa driver is loaded: only user space (libfabric's efa
+    provider, aws-ofi-nccl) is missing, and the line names which."""
+    if not efa.get("count") or efa.get("installed") or re.fullmatch(r"[0-9a-fA-F]{64}", sha256 or ""):
+        return ""
+    missing = []
+    if not efa.get("fi_info_ok"):
+        missing.append(f"libfabric's efa provider ({efa.get('fi_info_error') or 'no fi_info'})")
+    if not efa.get("plugin"):
+        missing.append(f"aws-ofi-nccl (package {PLUGIN_PACKAGE}; looked in its file list and {', '.join(PLUGIN_DIRS)})")
+    return (f"the kernel's efa driver is loaded ({', '.join(efa.get('devices') or [])}) but {' and '.join(missing)} "
+            f"is missing, and cloud_aws_efa_installer_sha256 is not a sha256: set it to the sha256 of "
+            f"aws-efa-installer-{version}.tar.gz as AWS publishes it (a copy you verified with AWS's GPG signature) "
+            "to install the user space with AWS's installer, or install those parts yourself and set "
+            "cloud_aws_efa_install to false")

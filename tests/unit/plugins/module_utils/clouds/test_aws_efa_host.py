@@ -9,6 +9,7 @@ import pytest
 from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.efa_host import (
     efa_env,
     find_plugin,
+    install_blocker,
     owned_files,
     plugin_setting,
 )
@@ -67,3 +68,18 @@ def test_nccl_net_plugin_follows_the_nccl_that_loads_it(versions, expected):
 def test_an_old_plugin_named_libnccl_net_is_left_to_nccls_default_name():
     env = efa_env({}, "/opt/aws-ofi-nccl/lib/libnccl-net.so", ["2.20.5"])
     assert env == {"NCCL_NET": "AWS Libfabric"}     # NCCL then opens libnccl-net.so by itself
+
+
+def test_no_checksum_on_a_host_with_the_efa_driver_says_what_is_missing_and_what_to_do():
+    efa = {"devices": ["rdmap0s6"], "count": 1, "fi_info_ok": True, "fi_info_error": "", "plugin": "",
+           "installed": False}
+    line = install_blocker(efa, "", "1.43.2")
+    assert line.startswith("the kernel's efa driver is loaded (rdmap0s6) but aws-ofi-nccl (package libnccl-ofi;")
+    assert "aws-efa-installer-1.43.2.tar.gz" in line and "cloud_aws_efa_install to false" in line
+    assert "libfabric" not in line.split(" is missing")[0]
+    both = install_blocker({**efa, "fi_info_ok": False, "fi_info_error": "fi_getinfo: -61"}, "", "1.43.2")
+    assert "libfabric's efa provider (fi_getinfo: -61) and aws-ofi-nccl" in both
+    # A sha256, or nothing missing, or no EFA: nothing blocks.
+    assert install_blocker(efa, "a" * 64, "1.43.2") == ""
+    assert install_blocker({**efa, "installed": True}, "", "1.43.2") == ""
+    assert install_blocker({"count": 0}, "", "1.43.2") == ""
