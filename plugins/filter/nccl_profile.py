@@ -47,9 +47,10 @@ def expected_transport(env):
     aws-ofi-nccl plugin is pinned, ib where NCCL's IB transport is on (IB, RoCE, eRDMA), else any."""
     env = env or {}
     net = str(env.get("NCCL_NET", ""))
-    if net in ("Libfabric", "AWS Libfabric", "OFI"):
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.env import is_libfabric_net
+    if is_libfabric_net(net):
         return "efa"
-    if str(env.get("NCCL_IB_DISABLE", "1")) == "0" and net in ("", "IB"):
+    if str(env.get("NCCL_IB_DISABLE", "1")) == "0" and net.upper() in ("", "IB"):
         return "ib"
     return "any"
 

@@ -73,6 +73,17 @@ def test_the_efa_profile_pins_the_plugin_and_leaves_the_rest_to_it():
     assert profile["NCCL_SOCKET_IFNAME"] == "=eth0"   # bootstrap stays on the cluster NIC
 
 
+@pytest.mark.parametrize("name", ["aws libfabric", "LIBFABRIC", "ofi", "AWS Libfabric"])
+def test_nccl_net_names_compare_without_case_as_nccl_does(name):
+    # NCCL matches NCCL_NET with strcasecmp (src/net.cc): any case pins aws-ofi-nccl.
+    from ansible_collections.ncclkit.cluster.plugins.filter.nccl_profile import expected_transport
+    profile = profile_env({"ifname": "eth0", "cluster_networks": ["10.0.0.0/16"], "rdma_usable": True,
+                           "cloud_env": {"NCCL_NET": name}})
+    assert "NCCL_IB_DISABLE" not in profile
+    assert expected_transport({"NCCL_NET": name}) == "efa"
+    assert expected_transport({"NCCL_NET": "ib", "NCCL_IB_DISABLE": "0"}) == "ib"
+
+
 @pytest.mark.parametrize("sample,passed", [("log-nccl-1597-efa-libfabric.txt", True),
                                            ("log-nccl-229-efa-fallback-tcp-ofi-rxm.txt", False),
                                            # NCCL 2.28 without a plugin: "NET/Plugin: Could not find:
