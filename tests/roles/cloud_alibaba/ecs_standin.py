@@ -25,7 +25,8 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 from alibabacloud_ecs20140526 import models as ecs_models
 
-ACTIONS = ("DescribeInstanceAttribute", "DescribeSecurityGroupAttribute", "AuthorizeSecurityGroup")
+ACTIONS = ("DescribeInstanceAttribute", "DescribeSecurityGroupAttribute", "DescribeSecurityGroups",
+           "AuthorizeSecurityGroup", "AuthorizeSecurityGroupEgress")
 
 
 def model_keys(model) -> set:
@@ -34,7 +35,9 @@ def model_keys(model) -> set:
 
 
 ALLOWED = {action: model_keys(getattr(ecs_models, f"{action}Request")) for action in ACTIONS}
-NESTED = {("AuthorizeSecurityGroup", "Permissions"): model_keys(ecs_models.AuthorizeSecurityGroupRequestPermissions)}
+NESTED = {("AuthorizeSecurityGroup", "Permissions"): model_keys(ecs_models.AuthorizeSecurityGroupRequestPermissions),
+          ("AuthorizeSecurityGroupEgress", "Permissions"):
+              model_keys(ecs_models.AuthorizeSecurityGroupEgressRequestPermissions)}
 
 
 def canonical_query(query: dict) -> str:
@@ -45,7 +48,8 @@ class EcsStandin:
     def __init__(self, credentials: dict, instances: dict, groups: dict, region: str = "cn-hangzhou"):
         self.credentials = credentials            # access key id -> secret
         self.instances = instances                # id -> attributes (API field names)
-        self.groups = groups                      # id -> {"InnerAccessPolicy", "Permissions": [...]}
+        self.groups = groups                      # id -> {"InnerAccessPolicy", "Permissions": [...],
+        #                                           optionally "SecurityGroupType": normal|enterprise}
         self.region = region
         self.actions: list = []                   # (action, params) of every accepted request
         self.rejected: list = []                  # (code, message) of every refused one
@@ -167,12 +171,26 @@ class EcsStandin:
                      "Description": "", "VpcId": "vpc-bp1opxu1zkhn00gzv****",
                      "InnerAccessPolicy": group["InnerAccessPolicy"], "Permissions": {"Permission": permissions}}
 
-    def AuthorizeSecurityGroup(self, params):
+    def DescribeSecurityGroups(self, params):
+        wanted = json.loads(params.get("SecurityGroupIds") or "[]")
+        found = [{"SecurityGroupId": gid, "SecurityGroupName": "cluster", "VpcId": "vpc-bp1opxu1zkhn00gzv****",
+                  "SecurityGroupType": self.groups[gid].get("SecurityGroupType", "normal"),
+                  "CreationTime": "2026-12-01T08:00:00Z", "Description": ""}
+                 for gid in wanted if gid in self.groups]
+        return 200, {"RequestId": str(uuid.uuid4()).upper(), "RegionId": params.get("RegionId"),
+                     "TotalCount": len(found), "SecurityGroups": {"SecurityGroup": found}}
+
+    def AuthorizeSecurityGroup(self, params, direction="ingress"):
         group = self.groups[params["SecurityGroupId"]]
         index = 1
         while f"Permissions.{index}.PortRange" in params:
             prefix = f"Permissions.{index}."
-            group["Permissions"].append({key[len(prefix):]: value for key, value in params.items()
-                                         if key.startswith(prefix)})
+            rule = {key[len(prefix):]: value for key, value in params.items() if key.startswith(prefix)}
+            if direction != "ingress":
+                rule["Direction"] = direction
+            group["Permissions"].append(rule)
             index += 1
         return 200, {"RequestId": str(uuid.uuid4()).upper()}
+
+    def AuthorizeSecurityGroupEgress(self, params):
+        return self.AuthorizeSecurityGroup(params, "egress")
