@@ -23,6 +23,9 @@ description:
     (AuthorizeSecurityGroup, AuthorizeSecurityGroupEgress) at priority 1 in each instance's first
     group, once - a second run sends no write. Existing rules are never changed or removed, so a
     Drop rule of priority 1 that closes the path is reported, and apply then fails without a write.
+  - Deployment sets are audited (DescribeDeploymentSets) - the cluster belongs together in one
+    set with strategy C(LowLatency); the default C(Availability) strategy spreads instances apart.
+    With O(erdma), each instance must have an interface with ERI on.
   - Jumbo frames are only audited (changing them may restart an instance, which is never done).
   - Credentials come from the environment only (ALIBABA_CLOUD_ACCESS_KEY_ID,
     ALIBABA_CLOUD_ACCESS_KEY_SECRET, optionally ALIBABA_CLOUD_SECURITY_TOKEN) and are handed to
@@ -63,6 +66,12 @@ options:
     description: The ECS API endpoint; empty for C(ecs.<region>.aliyuncs.com).
     type: str
     default: ""
+  erdma:
+    description:
+      - The hosts have eRDMA devices; check that each instance has an interface with ERI on
+        (DescribeNetworkInterfaces NetworkInterfaceTrafficMode C(HighPerformance)).
+    type: bool
+    default: false
   protocol:
     description: HTTPS, or HTTP for a stand-in on loopback.
     type: str
@@ -119,7 +128,11 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.alibaba.ecs_plan import ecs_plan
+from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.alibaba.ecs_plan import (
+    deployment_findings,
+    ecs_plan,
+    eri_findings,
+)
 
 try:
     from alibabacloud_ecs20140526 import models as ecs_models
@@ -130,7 +143,8 @@ except ImportError:
     HAS_SDK = False
 
 CREDENTIAL_VARIABLES = ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET")
-READ_ACTIONS = ("ecs:DescribeInstanceAttribute", "ecs:DescribeSecurityGroupAttribute", "ecs:DescribeSecurityGroups")
+READ_ACTIONS = ("ecs:DescribeInstanceAttribute", "ecs:DescribeSecurityGroupAttribute", "ecs:DescribeSecurityGroups",
+                "ecs:DescribeDeploymentSets", "ecs:DescribeNetworkInterfaces")
 WRITE_ACTIONS = ("ecs:AuthorizeSecurityGroup", "ecs:AuthorizeSecurityGroupEgress")
 
 
@@ -164,6 +178,18 @@ def call(module, what, function):
         module.fail_json(msg=f"{what} failed: {code}: {message}; {hint}")
 
 
+def deployment_sets(module, ecs, region):
+    """Every deployment set of the region (DescribeDeploymentSets, page by page)."""
+    found, page = [], 1
+    while True:
+        request = ecs_models.DescribeDeploymentSetsRequest(region_id=region, page_number=page, page_size=50)
+        answer = call(module, "DescribeDeploymentSets", lambda: ecs.describe_deployment_sets(request))
+        found += (answer.get("DeploymentSets") or {}).get("DeploymentSet") or []
+        if page * 50 >= int(answer.get("TotalCount") or 0):
+            return found
+        page += 1
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -175,6 +201,7 @@ def main():
             "mode": {"type": "str", "choices": ["audit", "apply"], "default": "audit"},
             "endpoint": {"type": "str", "default": ""},
             "protocol": {"type": "str", "choices": ["HTTPS", "HTTP"], "default": "HTTPS"},
+            "erdma": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -208,6 +235,16 @@ def main():
                 groups[entry["SecurityGroupId"]]["SecurityGroupType"] = entry.get("SecurityGroupType") or "normal"
     plan = ecs_plan(instances, groups, params["cluster_cidr"], params["port_range"], params["rendezvous_ports"],
                     region)
+    plan["findings"] += deployment_findings(params["instance_ids"], deployment_sets(module, ecs, region))
+    if params["erdma"]:
+        interfaces = {}
+        for instance_id in params["instance_ids"]:
+            request = ecs_models.DescribeNetworkInterfacesRequest(region_id=region, instance_id=instance_id,
+                                                                  page_size=100)
+            answer = call(module, f"DescribeNetworkInterfaces {instance_id}",
+                          lambda: ecs.describe_network_interfaces(request))
+            interfaces[instance_id] = (answer.get("NetworkInterfaceSets") or {}).get("NetworkInterfaceSet") or []
+        plan["findings"] += eri_findings(interfaces)
     missing = [(group["group"], "ingress", rule) for group in plan["groups"] for rule in group["missing"]]
     missing += [(group["group"], "egress", rule) for group in plan["groups"] for rule in group["missing_egress"]]
     if params["mode"] == "apply" and plan["blocked"]:

@@ -29,10 +29,11 @@ def standin(inner="Drop", jumbo=(True, True), kind="normal", extra_rules=()):
         "InnerAccessPolicy": inner, "SecurityGroupType": kind, "Permissions": [dict(USER_RULE), *extra_rules]}})
 
 
-def run(server, mode="audit", key=KEY, secret=SECRET, verbose=False, instances=("i-bp1node1", "i-bp1node2")):
+def run(server, mode="audit", key=KEY, secret=SECRET, verbose=False, instances=("i-bp1node1", "i-bp1node2"),
+        erdma=False):
     args = {"region": "cn-hangzhou", "instance_ids": list(instances), "cluster_cidr": "172.16.0.0/24",
             "port_range": [32768, 60999], "rendezvous_ports": [29500], "mode": mode,
-            "endpoint": server.endpoint, "protocol": "HTTP"}
+            "endpoint": server.endpoint, "protocol": "HTTP", "erdma": erdma}
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
            "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
@@ -101,6 +102,19 @@ def test_apply_fails_without_a_write_while_a_priority_one_drop_closes_the_path()
         assert rc != 0 and server.writes() == []
     assert "apply cannot open the cluster's traffic" in applied["msg"] and "Nothing was changed" in applied["msg"]
     assert "Drop ALL -1/-1 from 0.0.0.0/0 priority 1 in sg-bp1cluster" in applied["msg"]
+
+
+def test_eri_and_deployment_sets_are_audited():
+    with standin() as server:
+        server.instances["i-bp1node2"]["TrafficModes"] = ["Standard", "HighPerformance"]
+        server.deployment_sets = [{"DeploymentSetId": "ds-bp1spread", "Strategy": "Availability",
+                                   "InstanceIds": ["i-bp1node1", "i-bp1node2"]}]
+        rc, result, dummy = run(server, erdma=True)
+        assert rc == 0 and server.rejected == [] and server.writes() == []
+    found = result["findings"]
+    assert any(line.startswith("i-bp1node1: no network interface has ERI on") for line in found), found
+    assert not any(line.startswith("i-bp1node2: no network interface") for line in found)
+    assert sum("ds-bp1spread with strategy Availability, which spreads instances apart" in line for line in found) == 2
 
 
 def test_intra_group_accept_needs_nothing():

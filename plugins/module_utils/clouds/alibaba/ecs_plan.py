@@ -242,3 +242,50 @@ def ecs_plan(instances: dict, groups: dict, cluster_cidr: str, port_range, rende
                      f"({plan['type']} group: outbound is denied unless a rule allows it): "
                      f"{fix_command(plan['group'], region, rule)}" for rule in plan["missing_egress"]]
     return {"jumbo_frames": jumbo, "groups": plans, "findings": findings + blocked, "blocked": blocked}
+
+
+# eRDMA runs on an ENI whose NetworkInterfaceTrafficMode is HighPerformance (ERI on);
+# DescribeNetworkInterfaces reports Standard for the others.
+ERI_MODE = "HighPerformance"
+# A deployment set of this strategy is Alibaba's counterpart of a cluster placement group.
+LOW_LATENCY = "LowLatency"
+
+
+def eri_findings(interfaces: dict) -> list:
+    """{instance id: [DescribeNetworkInterfaces NetworkInterfaceSet entries]} -> one line per
+    instance without an ERI-enabled interface (only asked where the hosts have eRDMA)."""
+    lines = []
+    for instance_id, nics in sorted(interfaces.items()):
+        if not any(nic.get("NetworkInterfaceTrafficMode") == ERI_MODE for nic in nics or []):
+            modes = ", ".join(f"{nic.get('NetworkInterfaceId', '?')} {nic.get('NetworkInterfaceTrafficMode') or '?'}"
+                              for nic in nics or []) or "no interface listed"
+            lines.append(f"{instance_id}: no network interface has ERI on (NetworkInterfaceTrafficMode "
+                         f"{ERI_MODE}; found {modes}): eRDMA cannot carry NCCL there; attach an ERI-enabled "
+                         "ENI (CreateNetworkInterface NetworkInterfaceTrafficMode=HighPerformance) or enable "
+                         "eRDMA on the instance in the ECS console")
+    return lines
+
+
+def deployment_findings(instance_ids, deployment_sets: list) -> list:
+    """DescribeDeploymentSets' sets (Strategy, InstanceIds) -> lines for instances that are not
+    together in one LowLatency set."""
+    where = {}
+    for entry in deployment_sets or []:
+        for instance_id in (entry.get("InstanceIds") or {}).get("InstanceId") or []:
+            where[instance_id] = entry
+    lines = []
+    for instance_id in sorted(instance_ids):
+        entry = where.get(instance_id)
+        if entry is None:
+            lines.append(f"{instance_id} is in no deployment set: nothing keeps the cluster close together; create "
+                         f"one with strategy {LOW_LATENCY} (CreateDeploymentSet) and put the instances in it "
+                         "(ModifyInstanceDeployment, which may need them stopped)")
+        elif entry.get("Strategy") != LOW_LATENCY:
+            lines.append(f"{instance_id} is in deployment set {entry.get('DeploymentSetId')} with strategy "
+                         f"{entry.get('Strategy')}, which spreads instances apart: for NCCL use a {LOW_LATENCY} set")
+    sets = {where[iid].get("DeploymentSetId") for iid in instance_ids if iid in where
+            and where[iid].get("Strategy") == LOW_LATENCY}
+    if len(sets) > 1:
+        lines.append(f"the instances are in {len(sets)} different {LOW_LATENCY} deployment sets "
+                     f"({', '.join(sorted(sets))}): one set keeps them together")
+    return lines

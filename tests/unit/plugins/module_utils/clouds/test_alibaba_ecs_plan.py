@@ -86,3 +86,28 @@ def test_an_accept_outranks_a_drop_with_a_higher_number_and_one_is_added_where_n
 def test_a_rule_two_instances_need_is_planned_once():
     found = plan(instances(["sg-1"], ["sg-1"], ["sg-1"]), {"sg-1": group(kind="enterprise")})
     assert len(found["groups"][0]["missing"]) == 2 and len(found["groups"][0]["missing_egress"]) == 2
+
+
+# -- eRDMA (ERI) and deployment sets --------------------------------------------------------------
+def test_an_instance_without_an_eri_interface_is_named():
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.alibaba.ecs_plan import eri_findings
+
+    lines = eri_findings({"i-1": [{"NetworkInterfaceId": "eni-1", "NetworkInterfaceTrafficMode": "HighPerformance"}],
+                          "i-2": [{"NetworkInterfaceId": "eni-2", "NetworkInterfaceTrafficMode": "Standard"}]})
+    assert lines == [lines[0]] and lines[0].startswith("i-2: no network interface has ERI on")
+    assert "eni-2 Standard" in lines[0]
+
+
+def test_deployment_sets_low_latency_together_or_named():
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.alibaba.ecs_plan import deployment_findings
+
+    together = [{"DeploymentSetId": "ds-1", "Strategy": "LowLatency", "InstanceIds": {"InstanceId": ["i-1", "i-2"]}}]
+    assert deployment_findings(["i-1", "i-2"], together) == []
+    spread = [{"DeploymentSetId": "ds-2", "Strategy": "Availability", "InstanceIds": {"InstanceId": ["i-1"]}}]
+    lines = deployment_findings(["i-1", "i-2"], spread)
+    assert "ds-2 with strategy Availability, which spreads instances apart" in lines[0]
+    assert lines[1].startswith("i-2 is in no deployment set")
+    apart = [{"DeploymentSetId": f"ds-{n}", "Strategy": "LowLatency", "InstanceIds": {"InstanceId": [f"i-{n}"]}}
+             for n in (1, 2)]
+    assert deployment_findings(["i-1", "i-2"], apart) == [
+        "the instances are in 2 different LowLatency deployment sets (ds-1, ds-2): one set keeps them together"]
