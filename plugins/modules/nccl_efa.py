@@ -13,7 +13,9 @@ description:
     C(fi_info -p efa -t FI_EP_RDM) for the efa provider (with a time limit), and looks for the
     aws-ofi-nccl library among the files of its package (C(dpkg-query -L) or C(rpm -ql)
     C(libnccl-ofi)) and in O(plugin_dirs).
-  - Sets C(cloud_aws_efa) (devices, count, installed, provider version, plugin path, and
+  - Sets C(cloud_aws_efa) (devices, count, installed, provider version, plugin path,
+    C(gdr_module) - C(efa_nv_peermem) where loaded, the module that gives EFA GPUDirect RDMA -
+    C(container_env) - the EFA values with a host path replaced for containers - and
     C(install_blocker): why the EFA installer cannot run, with what to do, or empty) and, where
     EFA and the plugin are there, C(ncclkit_cloud_nccl_env) with C(NCCL_NET=AWS Libfabric) (the
     name every aws-ofi-nccl version accepts), so that a missing plugin fails at once instead of
@@ -88,14 +90,24 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.efa_host import (
     PLUGIN_DIRS,
     PLUGIN_PACKAGE,
+    container_env,
     efa_devices,
     efa_env,
+    efa_gdr_module,
     fi_info_version,
     find_plugin,
     install_blocker,
     owned_files,
 )
 from ansible_collections.ncclkit.cluster.plugins.module_utils.host.command import run_command
+
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as stream:
+            return stream.read()
+    except OSError:
+        return ""
 
 
 def package_files(timeout):
@@ -135,10 +147,12 @@ def main():
         "devices": devices, "count": len(devices), "provider_version": version,
         "fi_info_ok": bool(version), "fi_info_error": fi_info_error or "", "plugin": plugin,
         "installed": bool(version and plugin)}}
+    facts["cloud_aws_efa"]["gdr_module"] = efa_gdr_module(_read("/proc/modules")) if devices else ""
     facts["cloud_aws_efa"]["install_blocker"] = install_blocker(
         facts["cloud_aws_efa"], params["installer_sha256"], params["installer_version"])
     if devices and version and plugin:
         facts["ncclkit_cloud_nccl_env"] = efa_env(params["cloud_env"], plugin, params["nccl_versions"])
+        facts["cloud_aws_efa"]["container_env"] = container_env(facts["ncclkit_cloud_nccl_env"])
     module.exit_json(changed=False, ansible_facts=facts)
 
 

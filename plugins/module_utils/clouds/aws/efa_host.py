@@ -115,7 +115,34 @@ def install_blocker(efa: dict, sha256: str, version: str) -> str:
     if not efa.get("plugin"):
         missing.append(f"aws-ofi-nccl (package {PLUGIN_PACKAGE}; looked in its file list and {', '.join(PLUGIN_DIRS)})")
     return (f"the kernel's efa driver is loaded ({', '.join(efa.get('devices') or [])}) but {' and '.join(missing)} "
-            f"is missing, and cloud_aws_efa_installer_sha256 is not a sha256: set it to the sha256 of "
+            f"{'are' if len(missing) > 1 else 'is'} missing, and cloud_aws_efa_installer_sha256 is not a sha256: set it to the sha256 of "
             f"aws-efa-installer-{version}.tar.gz as AWS publishes it (a copy you verified with AWS's GPG signature) "
             "to install the user space with AWS's installer, or install those parts yourself and set "
             "cloud_aws_efa_install to false")
+
+
+def container_env(env: dict) -> dict:
+    """The EFA values as a container on this host takes them: a host path in NCCL_NET_PLUGIN does
+    not exist inside an NGC image (its plugin is under /opt/amazon/aws-ofi-nccl/lib), so it becomes
+    the short name the image's loader path resolves (or is dropped for libnccl-net.so)."""
+    found = dict(env or {})
+    value = found.get("NCCL_NET_PLUGIN", "")
+    if value.startswith("/"):
+        short = plugin_setting(value, ())
+        if short:
+            found["NCCL_NET_PLUGIN"] = short
+        else:
+            del found["NCCL_NET_PLUGIN"]
+    return found
+
+
+# Kernel modules that give EFA GPUDirect RDMA: efa_nv_peermem (the EFA driver's peer-memory
+# client); nvidia_peermem is the InfiniBand path and proves nothing for EFA. Without either, the
+# EFA driver can still use dma-buf (kernel and driver permitting): the plugin's log says which.
+EFA_GDR_MODULES = ("efa_nv_peermem",)
+
+
+def efa_gdr_module(proc_modules: str) -> str:
+    """The loaded module that gives EFA GPUDirect RDMA ("" when none: dma-buf or no GDR)."""
+    loaded = {line.split()[0] for line in (proc_modules or "").splitlines() if line.strip()}
+    return next((name for name in EFA_GDR_MODULES if name in loaded), "")

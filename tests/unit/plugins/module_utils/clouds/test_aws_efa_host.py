@@ -83,3 +83,22 @@ def test_no_checksum_on_a_host_with_the_efa_driver_says_what_is_missing_and_what
     assert install_blocker(efa, "a" * 64, "1.43.2") == ""
     assert install_blocker({**efa, "installed": True}, "", "1.43.2") == ""
     assert install_blocker({"count": 0}, "", "1.43.2") == ""
+
+
+def test_a_container_gets_no_host_path():
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.efa_host import container_env
+
+    host = efa_env({}, OFI, ["2.27.3"])
+    assert host["NCCL_NET_PLUGIN"] == OFI                       # the host: the path
+    assert container_env(host) == {"NCCL_NET": "AWS Libfabric", "NCCL_NET_PLUGIN": "ofi"}
+    old = {"NCCL_NET": "AWS Libfabric", "NCCL_NET_PLUGIN": "/opt/aws-ofi-nccl/lib/libnccl-net.so"}
+    assert container_env(old) == {"NCCL_NET": "AWS Libfabric"}
+    assert container_env({"NCCL_NET_PLUGIN": "ofi"}) == {"NCCL_NET_PLUGIN": "ofi"}
+
+
+def test_efa_gdr_is_efa_nv_peermem_not_nvidia_peermem():
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.efa_host import efa_gdr_module
+
+    assert efa_gdr_module("efa_nv_peermem 16384 0 - Live 0x0\nefa 151552 1 efa_nv_peermem, Live 0x0\n") == \
+        "efa_nv_peermem"
+    assert efa_gdr_module("nvidia_peermem 16384 0 - Live 0x0\nefa 151552 0 - Live 0x0\n") == ""
