@@ -18,6 +18,12 @@ def cloud_aws_plan(instances, security_groups, wanted_ids, settings):
         raise AnsibleFilterError(str(error)) from error
 
 
+def cloud_aws_group_ids(instances):
+    """The ids of every security group attached to the instances (ec2_instance_info's list)."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.cluster_plan import attached_group_ids
+    return attached_group_ids(list(instances or []))
+
+
 def cloud_aws_error_line(result, region, step="read", expected=""):
     """The one line for a failed EC2 step; '' when it did not fail.
 
@@ -46,4 +52,5 @@ def cloud_aws_error_line(result, region, step="read", expected=""):
 
 class FilterModule:
     def filters(self):
-        return {"cloud_aws_plan": cloud_aws_plan, "cloud_aws_error_line": cloud_aws_error_line}
+        return {"cloud_aws_plan": cloud_aws_plan, "cloud_aws_error_line": cloud_aws_error_line,
+                "cloud_aws_group_ids": cloud_aws_group_ids}

@@ -10,13 +10,22 @@ module: nccl_alibaba_ecs
 short_description: Audit jumbo frames and security group rules of an Alibaba Cloud ECS cluster
 description:
   - Runs on the controller, once for the cluster. Reads each instance's attributes
-    (DescribeInstanceAttribute - EnableJumboFrame, SecurityGroupIds) and each of their security
-    groups (DescribeSecurityGroupAttribute - InnerAccessPolicy, ingress Permissions) through
-    Alibaba Cloud's official ECS SDK (alibabacloud_ecs20140526).
-  - A group whose intra-group access is Accept and that holds every instance needs nothing.
-    Otherwise the cluster needs ingress TCP on NCCL's port range and the rendezvous ports from the
-    cluster CIDR; with O(mode=apply) the missing ones are added (AuthorizeSecurityGroup), once -
-    a second run sends no write. Existing rules are never changed or removed.
+    (DescribeInstanceAttribute - EnableJumboFrame, SecurityGroupIds), each of their security
+    groups (DescribeSecurityGroupAttribute - InnerAccessPolicy, Permissions in both directions)
+    and the groups' types (DescribeSecurityGroups - normal or enterprise) through Alibaba Cloud's
+    official ECS SDK (alibabacloud_ecs20140526).
+  - The rules of every group on an instance are merged as ECS does - the lowest Priority number
+    wins, Drop wins a tie; an Accept covers with a CIDR that holds the cluster CIDR or a group
+    every instance is in. With no matching rule a normal group admits its own members when
+    intra-group access is Accept and lets everything out; an enterprise group drops both ways.
+  - The cluster needs TCP on NCCL's port range and the rendezvous ports from the cluster CIDR
+    (and to it, where outbound is not open); with O(mode=apply) the missing rules are added
+    (AuthorizeSecurityGroup, AuthorizeSecurityGroupEgress) at priority 1 in each instance's first
+    group, once - a second run sends no write. Existing rules are never changed or removed, so a
+    Drop rule of priority 1 that closes the path is reported, and apply then fails without a write.
+  - Deployment sets are audited (DescribeDeploymentSets) - the cluster belongs together in one
+    set with strategy C(LowLatency); the default C(Availability) strategy spreads instances apart.
+    With O(erdma), each instance must have an interface with ERI on.
   - Jumbo frames are only audited (changing them may restart an instance, which is never done).
   - Credentials come from the environment only (ALIBABA_CLOUD_ACCESS_KEY_ID,
     ALIBABA_CLOUD_ACCESS_KEY_SECRET, optionally ALIBABA_CLOUD_SECURITY_TOKEN) and are handed to
@@ -57,6 +66,12 @@ options:
     description: The ECS API endpoint; empty for C(ecs.<region>.aliyuncs.com).
     type: str
     default: ""
+  erdma:
+    description:
+      - The hosts have eRDMA devices; check that each instance has an interface with ERI on
+        (DescribeNetworkInterfaces NetworkInterfaceTrafficMode C(HighPerformance)).
+    type: bool
+    default: false
   protocol:
     description: HTTPS, or HTTP for a stand-in on loopback.
     type: str
@@ -85,7 +100,8 @@ jumbo_frames:
   returned: success
   type: bool
 groups:
-  description: Per security group - C(group), C(inner_accept), C(missing) rules and a C(message).
+  description: Per security group - C(group), C(type) (normal or enterprise), C(inner_accept), C(missing)
+    ingress rules, C(missing_egress) rules, C(blocked) lines and a C(message).
   returned: success
   type: list
   elements: dict
@@ -94,17 +110,29 @@ findings:
   returned: success
   type: list
   elements: str
+blocked:
+  description: >-
+    One line per cluster path that a Drop rule of priority 1 closes (no added rule can outrank it);
+    apply fails while there is one.
+  returned: success
+  type: list
+  elements: str
 added:
-  description: The rules added (apply only).
+  description: The rules added (apply only), each with its C(SecurityGroupId) and C(Direction).
   returned: success
   type: list
   elements: dict
 """
 
+import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.alibaba.ecs_plan import ecs_plan
+from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.alibaba.ecs_plan import (
+    deployment_findings,
+    ecs_plan,
+    eri_findings,
+)
 
 try:
     from alibabacloud_ecs20140526 import models as ecs_models
@@ -115,7 +143,9 @@ except ImportError:
     HAS_SDK = False
 
 CREDENTIAL_VARIABLES = ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET")
-READ_ACTIONS = ("ecs:DescribeInstanceAttribute", "ecs:DescribeSecurityGroupAttribute")
+READ_ACTIONS = ("ecs:DescribeInstanceAttribute", "ecs:DescribeSecurityGroupAttribute", "ecs:DescribeSecurityGroups",
+                "ecs:DescribeDeploymentSets", "ecs:DescribeNetworkInterfaces")
+WRITE_ACTIONS = ("ecs:AuthorizeSecurityGroup", "ecs:AuthorizeSecurityGroupEgress")
 
 
 def client(module):
@@ -123,7 +153,7 @@ def client(module):
     if not key or not secret:
         module.fail_json(msg="no Alibaba Cloud credentials: export ALIBABA_CLOUD_ACCESS_KEY_ID and "
                              "ALIBABA_CLOUD_ACCESS_KEY_SECRET (a RAM user allowed "
-                             f"{', '.join(READ_ACTIONS)} and ecs:AuthorizeSecurityGroup) on the controller")
+                             f"{', '.join(READ_ACTIONS + WRITE_ACTIONS)}) on the controller")
     region = module.params["region"]
     config = openapi_models.Config(
         access_key_id=key, access_key_secret=secret,
@@ -142,10 +172,22 @@ def call(module, what, function):
         message = str(getattr(error, "message", "") or error).splitlines()[0][:300]
         hint = {"InvalidAccessKeyId.NotFound": "check ALIBABA_CLOUD_ACCESS_KEY_ID",
                 "SignatureDoesNotMatch": "check ALIBABA_CLOUD_ACCESS_KEY_SECRET",
-                "Forbidden.RAM": f"allow the RAM user {', '.join(READ_ACTIONS)} and ecs:AuthorizeSecurityGroup",
+                "Forbidden.RAM": f"allow the RAM user {', '.join(READ_ACTIONS + WRITE_ACTIONS)}",
                 "InvalidInstanceId.NotFound": "check the instance ids (alibaba_instance_id) and the region"}.get(
                     code, "check the region, the instance ids and the credentials")
         module.fail_json(msg=f"{what} failed: {code}: {message}; {hint}")
+
+
+def deployment_sets(module, ecs, region):
+    """Every deployment set of the region (DescribeDeploymentSets, page by page)."""
+    found, page = [], 1
+    while True:
+        request = ecs_models.DescribeDeploymentSetsRequest(region_id=region, page_number=page, page_size=50)
+        answer = call(module, "DescribeDeploymentSets", lambda: ecs.describe_deployment_sets(request))
+        found += (answer.get("DeploymentSets") or {}).get("DeploymentSet") or []
+        if page * 50 >= int(answer.get("TotalCount") or 0):
+            return found
+        page += 1
 
 
 def main():
@@ -159,6 +201,7 @@ def main():
             "mode": {"type": "str", "choices": ["audit", "apply"], "default": "audit"},
             "endpoint": {"type": "str", "default": ""},
             "protocol": {"type": "str", "choices": ["HTTPS", "HTTP"], "default": "HTTPS"},
+            "erdma": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -174,28 +217,61 @@ def main():
         request = ecs_models.DescribeInstanceAttributeRequest(instance_id=instance_id)
         instances[instance_id] = call(module, f"DescribeInstanceAttribute {instance_id}",
                                       lambda: ecs.describe_instance_attribute(request))
+    group_ids = sorted({group for attributes in instances.values()
+                        for group in (attributes.get("SecurityGroupIds") or {}).get("SecurityGroupId") or []})
     groups = {}
-    for group_id in sorted({group for attributes in instances.values()
-                            for group in (attributes.get("SecurityGroupIds") or {}).get("SecurityGroupId") or []}):
+    for group_id in group_ids:
         request = ecs_models.DescribeSecurityGroupAttributeRequest(region_id=region, security_group_id=group_id,
-                                                                   direction="ingress")
+                                                                   direction="all")
         groups[group_id] = call(module, f"DescribeSecurityGroupAttribute {group_id}",
                                 lambda: ecs.describe_security_group_attribute(request))
+    if group_ids:
+        # The group's type (normal or enterprise) decides what no rule means in each direction.
+        request = ecs_models.DescribeSecurityGroupsRequest(region_id=region, security_group_ids=json.dumps(group_ids),
+                                                           max_results=100)
+        listed = call(module, "DescribeSecurityGroups", lambda: ecs.describe_security_groups(request))
+        for entry in (listed.get("SecurityGroups") or {}).get("SecurityGroup") or []:
+            if entry.get("SecurityGroupId") in groups:
+                groups[entry["SecurityGroupId"]]["SecurityGroupType"] = entry.get("SecurityGroupType") or "normal"
     plan = ecs_plan(instances, groups, params["cluster_cidr"], params["port_range"], params["rendezvous_ports"],
                     region)
-    missing = [(group["group"], rule) for group in plan["groups"] for rule in group["missing"]]
+    plan["findings"] += deployment_findings(params["instance_ids"], deployment_sets(module, ecs, region))
+    if params["erdma"]:
+        interfaces = {}
+        for instance_id in params["instance_ids"]:
+            request = ecs_models.DescribeNetworkInterfacesRequest(region_id=region, instance_id=instance_id,
+                                                                  page_size=100)
+            answer = call(module, f"DescribeNetworkInterfaces {instance_id}",
+                          lambda: ecs.describe_network_interfaces(request))
+            interfaces[instance_id] = (answer.get("NetworkInterfaceSets") or {}).get("NetworkInterfaceSet") or []
+        plan["findings"] += eri_findings(interfaces)
+    missing = [(group["group"], "ingress", rule) for group in plan["groups"] for rule in group["missing"]]
+    missing += [(group["group"], "egress", rule) for group in plan["groups"] for rule in group["missing_egress"]]
+    if params["mode"] == "apply" and plan["blocked"]:
+        # Adding rules would not open the path: say so instead of reporting success.
+        module.fail_json(msg="apply cannot open the cluster's traffic: " + "; ".join(plan["blocked"]) +
+                         ". Nothing was changed.", findings=plan["findings"], groups=plan["groups"])
     added = []
     if params["mode"] == "apply" and missing and not module.check_mode:
-        for group_id, rule in missing:
-            permission = ecs_models.AuthorizeSecurityGroupRequestPermissions(
-                ip_protocol=rule["IpProtocol"], port_range=rule["PortRange"], source_cidr_ip=rule["SourceCidrIp"],
-                policy=rule["Policy"], description=rule["Description"])
-            request = ecs_models.AuthorizeSecurityGroupRequest(region_id=region, security_group_id=group_id,
-                                                               permissions=[permission])
-            call(module, f"AuthorizeSecurityGroup {group_id}", lambda: ecs.authorize_security_group(request))
-            added.append(dict(rule, SecurityGroupId=group_id))
+        for group_id, direction, rule in missing:
+            if direction == "ingress":
+                permission = ecs_models.AuthorizeSecurityGroupRequestPermissions(
+                    ip_protocol=rule["IpProtocol"], port_range=rule["PortRange"], source_cidr_ip=rule["SourceCidrIp"],
+                    policy=rule["Policy"], priority=rule["Priority"], description=rule["Description"])
+                request = ecs_models.AuthorizeSecurityGroupRequest(region_id=region, security_group_id=group_id,
+                                                                   permissions=[permission])
+                call(module, f"AuthorizeSecurityGroup {group_id}", lambda: ecs.authorize_security_group(request))
+            else:
+                permission = ecs_models.AuthorizeSecurityGroupEgressRequestPermissions(
+                    ip_protocol=rule["IpProtocol"], port_range=rule["PortRange"], dest_cidr_ip=rule["DestCidrIp"],
+                    policy=rule["Policy"], priority=rule["Priority"], description=rule["Description"])
+                request = ecs_models.AuthorizeSecurityGroupEgressRequest(region_id=region, security_group_id=group_id,
+                                                                         permissions=[permission])
+                call(module, f"AuthorizeSecurityGroupEgress {group_id}",
+                     lambda: ecs.authorize_security_group_egress(request))
+            added.append(dict(rule, SecurityGroupId=group_id, Direction=direction))
     module.exit_json(changed=params["mode"] == "apply" and bool(missing), jumbo_frames=plan["jumbo_frames"],
-                     groups=plan["groups"], findings=plan["findings"], added=added)
+                     groups=plan["groups"], findings=plan["findings"], blocked=plan["blocked"], added=added)
 
 
 if __name__ == "__main__":

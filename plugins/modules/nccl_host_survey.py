@@ -116,15 +116,33 @@ check_view:
   type: dict
 """
 
+import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ncclkit.cluster.plugins.module_utils.check.host import gather
-from ansible_collections.ncclkit.cluster.plugins.module_utils.host.container import container_facts
+from ansible_collections.ncclkit.cluster.plugins.module_utils.host.container import (
+    CUMEM_SWITCHES,
+    add_cumem_facts,
+    container_facts,
+    nccl_conf_settings,
+    read_cuda_driver_version,
+)
 from ansible_collections.ncclkit.cluster.plugins.module_utils.host.nics import NicReadError, read_nics
 from ansible_collections.ncclkit.cluster.plugins.module_utils.host.gpus import read_gpus
 from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import read_port_lines
 from ansible_collections.ncclkit.cluster.plugins.module_utils.host.toolchain import SEARCH_OPTIONS, detect_toolchain
+
+
+def _cumem_settings():
+    """NCCL's cuMem switches as NCCL reads them: /etc/nccl.conf, then the environment over it."""
+    try:
+        with open("/etc/nccl.conf", encoding="utf-8", errors="replace") as stream:
+            settings = nccl_conf_settings(stream.read())
+    except OSError:
+        settings = {}
+    settings.update({name: os.environ[name] for name in CUMEM_SWITCHES if name in os.environ})
+    return settings
 
 
 def main():
@@ -166,10 +184,13 @@ def main():
     }
     facts.update(detect_toolchain(dict(params["toolchain"] or {}, gpus=gpus, gpu_absent_reason=absent_reason,
                                        nvidia_smi=params["nvidia_smi"])))
+    add_cumem_facts(facts["ncclkit_container"], facts["ncclkit_nccl"].get("version", ""),
+                    read_cuda_driver_version() if gpus else "", _cumem_settings())
     result = {"changed": False, "ansible_facts": facts}
     if params["check"]:
         result["check_view"] = gather(params["hostname"] or socket.gethostname(), facts["ncclkit_nccl"]["python"],
                                       bool(gpus))
+        result["check_view"]["shm_cumem"] = facts["ncclkit_container"]["shm_cumem"]
     module.exit_json(**result)
 
 

@@ -119,12 +119,17 @@ def _resource_findings(me: str, view: dict) -> List[dict]:
     out = []
     shm, gpus = view.get("shm_bytes"), int(view.get("gpu_count") or 0)
     if shm is not None and shm < SHM_MIN:
-        # An error where NCCL's own shared-memory transport cannot fit (host.container' formula).
-        error = shm < shm_required_bytes(gpus)
+        # An error where NCCL's own shared-memory transport cannot fit (host.container' formula),
+        # unless cuMem host memory carries that transport (NCCL 2.24+, CUDA driver 12.6+, not switched off).
+        cumem = bool(view.get("shm_cumem"))
+        error = shm < shm_required_bytes(gpus) and not cumem
         out.append(finding(
             "shm_small", "error" if error else "warning", me,
-            f"/dev/shm on {me} holds {shm >> 20} MiB: NCCL's shared-memory transport between local GPUs and "
-            "DataLoader workers fail on it (Bus error, ncclSystemError)",
+            f"/dev/shm on {me} holds {shm >> 20} MiB: "
+            + ("NCCL's shared-memory transport uses cuMem host memory here (NCCL 2.24+, CUDA driver 12.6+), but "
+               "NCCL's proxy and DataLoader workers still use /dev/shm and fail on it (Bus error)" if cumem else
+               "NCCL's shared-memory transport between local GPUs and DataLoader workers fail on it "
+               "(Bus error, ncclSystemError)"),
             "give the container a larger /dev/shm (docker run --shm-size=16g, or --ipc=host)",
             [f"statvfs(/dev/shm): {shm} bytes"]))
     memlock = view.get("memlock_kib")

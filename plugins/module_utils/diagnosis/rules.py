@@ -669,7 +669,9 @@ def transport_findings(host: str, transports: Iterable[tuple], expected: str) ->
                              "missing or did not select the efa provider",
                              "install the EFA software and aws-ofi-nccl and point NCCL at the plugin "
                              "(NCCL_NET_PLUGIN=/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so with NCCL 2.21 or "
-                             "later, else /opt/amazon/ofi-nccl/lib on LD_LIBRARY_PATH), and give the security "
+                             "later; NCCL 2.20 and older never open a path, whatever LD_LIBRARY_PATH says: "
+                             "there NCCL_NET_PLUGIN=ofi with the plugin's folder in ld.so.conf or "
+                             "LD_LIBRARY_PATH), and give the security "
                              "group of every EFA interface all traffic inbound from itself and outbound to "
                              "itself (cloud_aws_mode: apply adds both)")]
     return []

@@ -10,6 +10,7 @@ Pure Python (stdlib only); every path is a parameter so that tests use fake tree
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import shlex
@@ -102,6 +103,62 @@ def shm_required_bytes(gpu_count: int) -> int:
     return 0 if gpu_count < 2 else gpu_count * SHM_PER_GPU
 
 
+# cuMem host memory carries NCCL's SHM transport instead of /dev/shm from NCCL 2.24 on, where the
+# CUDA driver is 12.6 or later, unless NCCL_CUMEM_ENABLE or NCCL_CUMEM_HOST_ENABLE is 0
+# (src/misc/cudawrap.cc: ncclCuMemHostEnable is on by default for cudaDriverVersion >= 12060;
+# src/transport/shm.cc takes ncclCuMemHostAlloc then). NCCL's proxy and DataLoader workers still
+# use /dev/shm, so a small one stays a warning there.
+CUMEM_HOST_NCCL = (2, 24)
+CUMEM_HOST_DRIVER = (12, 6)
+CUMEM_SWITCHES = ("NCCL_CUMEM_ENABLE", "NCCL_CUMEM_HOST_ENABLE")
+
+
+def read_cuda_driver_version(library: str = "libcuda.so.1") -> str:
+    """The CUDA driver API version ("12.6") from cuDriverGetVersion, which needs no cuInit and no
+    GPU context; "" without a driver library."""
+    try:
+        cuda = ctypes.CDLL(library)
+        version = ctypes.c_int(0)
+        if cuda.cuDriverGetVersion(ctypes.byref(version)) != 0 or version.value <= 0:
+            return ""
+    except (OSError, AttributeError):
+        return ""
+    return f"{version.value // 1000}.{version.value % 1000 // 10}"
+
+
+def nccl_conf_settings(text: str | None) -> dict:
+    """NAME=value lines of an /etc/nccl.conf (comments and blank lines skipped)."""
+    found = {}
+    for line in (text or "").splitlines():
+        name, equals, value = line.strip().partition("=")
+        if equals and name and not name.startswith("#"):
+            found[name.strip()] = value.strip()
+    return found
+
+
+def _major_minor(text) -> tuple | None:
+    match = re.match(r"\s*(\d+)\.(\d+)", str(text or ""))
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def shm_cumem_host(nccl_version: str, cuda_driver_version: str, settings: dict) -> bool:
+    """Whether NCCL's SHM transport uses cuMem host memory instead of /dev/shm: NCCL 2.24 or later,
+    CUDA driver 12.6 or later, and neither NCCL_CUMEM_ENABLE nor NCCL_CUMEM_HOST_ENABLE is 0.
+    An unknown version counts as not."""
+    nccl, driver = _major_minor(nccl_version), _major_minor(cuda_driver_version)
+    if nccl is None or driver is None or nccl < CUMEM_HOST_NCCL or driver < CUMEM_HOST_DRIVER:
+        return False
+    return all(str((settings or {}).get(name, "")).strip() != "0" for name in CUMEM_SWITCHES)
+
+
+def add_cumem_facts(facts: dict, nccl_version: str, cuda_driver_version: str, settings: dict) -> dict:
+    """ncclkit_container with `cuda_driver_version` and `shm_cumem` added, and its adaptations again."""
+    facts["cuda_driver_version"] = cuda_driver_version or ""
+    facts["shm_cumem"] = shm_cumem_host(nccl_version, cuda_driver_version, settings)
+    facts["adaptations"] = adaptations(facts)
+    return facts
+
+
 def parse_network_turbo(text: str) -> tuple[dict, list]:
     """The proxy variables an AutoDL /etc/network_turbo exports, read without running it.
 
@@ -155,7 +212,10 @@ def adaptations(facts: dict) -> list:
     if facts["shm_bytes"] is not None and facts["shm_bytes"] < facts["shm_required_bytes"]:
         lines.append(f"/dev/shm is {facts['shm_bytes'] // MIB} MiB, below the "
                      f"{facts['shm_required_bytes'] // MIB} MiB NCCL's shared-memory transport "
-                     f"needs for {facts['gpu_count']} GPUs")
+                     f"needs for {facts['gpu_count']} GPUs"
+                     + (" without cuMem host memory, which it uses here (NCCL 2.24+, CUDA driver 12.6+): "
+                        "a warning, for NCCL's proxy and DataLoader workers still use /dev/shm"
+                        if facts.get("shm_cumem") else ""))
     if facts["network_turbo"]:
         lines.append("/etc/network_turbo exists: downloads go through its proxy")
     if facts["data_dir"]:
@@ -188,6 +248,9 @@ def container_facts(gpu_count: int = 0, proc_root: str = "/proc", root: str = "/
         "download_env": download_env,
         "download_env_problems": turbo_problems,
         "data_dir": next((path for path in data_dir_candidates if os.path.isdir(path)), ""),
+        # Filled by add_cumem_facts once the NCCL version is known (the survey does).
+        "cuda_driver_version": "",
+        "shm_cumem": False,
     }
     facts["shm_ok"] = shm is None or shm >= facts["shm_required_bytes"]
     facts["in_container"] = not systemd or not writable or not net_admin

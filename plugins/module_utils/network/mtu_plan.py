@@ -2,7 +2,8 @@
 
 Alibaba Cloud: jumbo frames are an instance attribute. On eRDMA hosts the NIC's MTU must be
 exactly 8500 with jumbo frames on and 1400 with them off (another value gives data errors with
-NCCL's LL128 protocol); elsewhere 8500 is used where every host's NIC takes it.
+NCCL's LL128 protocol); elsewhere 8500 is used where jumbo frames are on and every host's NIC
+takes it, and the current MTU stays where whether they are on is unknown.
 Pure Python; cloud_alibaba's nccl_mtu_plan filter calls it once for all hosts, before any change.
 """
 
@@ -40,6 +41,11 @@ def target_mtu(wanted, hosts: dict, jumbo_frames) -> int:
         mtu = ERDMA_MTU_JUMBO if jumbo_frames else ERDMA_MTU_STANDARD
     elif jumbo_frames is False:
         mtu = STANDARD_MTU
+    elif jumbo_frames is None:
+        # Unknown whether the VPC carries jumbo frames: a NIC that takes 8500 proves nothing, so
+        # the MTU the hosts run with stays (the smallest, where they differ).
+        current = [int(host["mtu"]) for host in hosts.values() if host.get("mtu")]
+        mtu = min(current) if current else STANDARD_MTU
     else:
         limits = [host.get("max_mtu") or 0 for host in hosts.values()]
         mtu = JUMBO_MTU if all(limit == 0 or limit >= JUMBO_MTU for limit in limits) else STANDARD_MTU

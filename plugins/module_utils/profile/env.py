@@ -35,6 +35,13 @@ MAX_SOCKETS = 64
 MAX_CHANNELS = 64
 # aws-ofi-nccl's names for itself (NCCL_NET): up to 1.12, from 1.13, and the alias 1.13 accepts.
 LIBFABRIC_NET_NAMES = ("AWS Libfabric", "Libfabric", "OFI")
+
+
+def is_libfabric_net(name) -> bool:
+    """Whether NCCL_NET names aws-ofi-nccl; NCCL compares the names without case (strcasecmp)."""
+    return str(name or "").strip().lower() in {known.lower() for known in LIBFABRIC_NET_NAMES}
+
+
 # NCCL reads /etc/nccl.conf values into a 1024-byte buffer.
 MAX_VALUE_LENGTH = 1023
 
@@ -80,10 +87,9 @@ def _erdma_env(settings: dict, problems: list) -> dict:
                         "NCCL's IB transport runs on eRDMA from 2.19; install NCCL 2.19 or later (a newer "
                         "PyTorch wheel brings one), or set nccl_profile_rdma to disabled to use sockets")
         return {}
-    env = {"NCCL_IB_HCA": "=" + ",".join(devices)}
-    if version < (2, 21):
-        env["NCCL_IB_GID_INDEX"] = "1"
-    return env
+    # GID index 1 (the RoCEv2 entry) at every version: NCCL 2.21 and later pick one themselves, but
+    # nothing measured on an eRDMA fabric here shows that their choice matches (docs/clouds/alibaba.md).
+    return {"NCCL_IB_HCA": "=" + ",".join(devices), "NCCL_IB_GID_INDEX": "1"}
 
 
 class NcclEnvError(ValueError):
@@ -158,7 +164,7 @@ def _computed(settings: dict, problems: list) -> dict:
 
     rdma = bool(settings.get("rdma_usable"))
     # On EFA, NCCL_NET pins aws-ofi-nccl and NCCL_IB_DISABLE stays unset (the plugin decides).
-    if (settings.get("cloud_env") or {}).get("NCCL_NET") not in LIBFABRIC_NET_NAMES:
+    if not is_libfabric_net((settings.get("cloud_env") or {}).get("NCCL_NET")):
         env["NCCL_IB_DISABLE"] = "0" if rdma else "1"
     if rdma and settings.get("erdma_devices"):
         env.update(_erdma_env(settings, problems))

@@ -25,7 +25,9 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 from alibabacloud_ecs20140526 import models as ecs_models
 
-ACTIONS = ("DescribeInstanceAttribute", "DescribeSecurityGroupAttribute", "AuthorizeSecurityGroup")
+ACTIONS = ("DescribeInstanceAttribute", "DescribeSecurityGroupAttribute", "DescribeSecurityGroups",
+           "DescribeDeploymentSets", "DescribeNetworkInterfaces", "AuthorizeSecurityGroup",
+           "AuthorizeSecurityGroupEgress")
 
 
 def model_keys(model) -> set:
@@ -34,7 +36,9 @@ def model_keys(model) -> set:
 
 
 ALLOWED = {action: model_keys(getattr(ecs_models, f"{action}Request")) for action in ACTIONS}
-NESTED = {("AuthorizeSecurityGroup", "Permissions"): model_keys(ecs_models.AuthorizeSecurityGroupRequestPermissions)}
+NESTED = {("AuthorizeSecurityGroup", "Permissions"): model_keys(ecs_models.AuthorizeSecurityGroupRequestPermissions),
+          ("AuthorizeSecurityGroupEgress", "Permissions"):
+              model_keys(ecs_models.AuthorizeSecurityGroupEgressRequestPermissions)}
 
 
 def canonical_query(query: dict) -> str:
@@ -42,11 +46,14 @@ def canonical_query(query: dict) -> str:
 
 
 class EcsStandin:
-    def __init__(self, credentials: dict, instances: dict, groups: dict, region: str = "cn-hangzhou"):
+    def __init__(self, credentials: dict, instances: dict, groups: dict, region: str = "cn-hangzhou",
+                 deployment_sets: list | None = None):
         self.credentials = credentials            # access key id -> secret
         self.instances = instances                # id -> attributes (API field names)
-        self.groups = groups                      # id -> {"InnerAccessPolicy", "Permissions": [...]}
+        self.groups = groups                      # id -> {"InnerAccessPolicy", "Permissions": [...],
+        #                                           optionally "SecurityGroupType": normal|enterprise}
         self.region = region
+        self.deployment_sets = deployment_sets or []   # [{"DeploymentSetId", "Strategy", "InstanceIds": [...]}]
         self.actions: list = []                   # (action, params) of every accepted request
         self.rejected: list = []                  # (code, message) of every refused one
         standin = self
@@ -167,12 +174,46 @@ class EcsStandin:
                      "Description": "", "VpcId": "vpc-bp1opxu1zkhn00gzv****",
                      "InnerAccessPolicy": group["InnerAccessPolicy"], "Permissions": {"Permission": permissions}}
 
-    def AuthorizeSecurityGroup(self, params):
+    def DescribeSecurityGroups(self, params):
+        wanted = json.loads(params.get("SecurityGroupIds") or "[]")
+        found = [{"SecurityGroupId": gid, "SecurityGroupName": "cluster", "VpcId": "vpc-bp1opxu1zkhn00gzv****",
+                  "SecurityGroupType": self.groups[gid].get("SecurityGroupType", "normal"),
+                  "CreationTime": "2026-12-01T08:00:00Z", "Description": ""}
+                 for gid in wanted if gid in self.groups]
+        return 200, {"RequestId": str(uuid.uuid4()).upper(), "RegionId": params.get("RegionId"),
+                     "TotalCount": len(found), "SecurityGroups": {"SecurityGroup": found}}
+
+    def DescribeDeploymentSets(self, params):
+        page, size = int(params.get("PageNumber") or 1), int(params.get("PageSize") or 10)
+        chosen = self.deployment_sets[(page - 1) * size:page * size]
+        sets = [{"DeploymentSetId": entry["DeploymentSetId"], "DeploymentStrategy": entry["Strategy"],
+                 "Strategy": entry["Strategy"], "Domain": "Default", "Granularity": "Host",
+                 "InstanceAmount": len(entry["InstanceIds"]), "InstanceIds": {"InstanceId": entry["InstanceIds"]},
+                 "CreationTime": "2026-12-01T08:00:00Z"} for entry in chosen]
+        return 200, {"RequestId": str(uuid.uuid4()).upper(), "RegionId": params.get("RegionId"),
+                     "TotalCount": len(self.deployment_sets), "PageNumber": page, "PageSize": size,
+                     "DeploymentSets": {"DeploymentSet": sets}}
+
+    def DescribeNetworkInterfaces(self, params):
+        instance = self.instances.get(params.get("InstanceId"), {})
+        nics = [{"NetworkInterfaceId": f"eni-{params.get('InstanceId')}-{n}", "InstanceId": params.get("InstanceId"),
+                 "Type": "Primary" if n == 0 else "Secondary", "Status": "InUse",
+                 "NetworkInterfaceTrafficMode": mode}
+                for n, mode in enumerate(instance.get("TrafficModes", ["Standard"]))]
+        return 200, {"RequestId": str(uuid.uuid4()).upper(), "TotalCount": len(nics),
+                     "NetworkInterfaceSets": {"NetworkInterfaceSet": nics}}
+
+    def AuthorizeSecurityGroup(self, params, direction="ingress"):
         group = self.groups[params["SecurityGroupId"]]
         index = 1
         while f"Permissions.{index}.PortRange" in params:
             prefix = f"Permissions.{index}."
-            group["Permissions"].append({key[len(prefix):]: value for key, value in params.items()
-                                         if key.startswith(prefix)})
+            rule = {key[len(prefix):]: value for key, value in params.items() if key.startswith(prefix)}
+            if direction != "ingress":
+                rule["Direction"] = direction
+            group["Permissions"].append(rule)
             index += 1
         return 200, {"RequestId": str(uuid.uuid4()).upper()}
+
+    def AuthorizeSecurityGroupEgress(self, params):
+        return self.AuthorizeSecurityGroup(params, "egress")

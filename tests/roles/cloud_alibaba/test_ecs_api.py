@@ -22,17 +22,18 @@ SECRET = secrets.token_hex(16)
 USER_RULE = {"IpProtocol": "TCP", "PortRange": "22/22", "SourceCidrIp": "203.0.113.0/24", "Description": "ops ssh"}
 
 
-def standin(inner="Drop", jumbo=(True, True)):
+def standin(inner="Drop", jumbo=(True, True), kind="normal", extra_rules=()):
     instances = {f"i-bp1node{i}": {"EnableJumboFrame": flag, "SecurityGroupIds": ["sg-bp1cluster"]}
                  for i, flag in enumerate(jumbo, 1)}
-    return EcsStandin({KEY: SECRET}, instances, {"sg-bp1cluster": {"InnerAccessPolicy": inner,
-                                                                   "Permissions": [dict(USER_RULE)]}})
+    return EcsStandin({KEY: SECRET}, instances, {"sg-bp1cluster": {
+        "InnerAccessPolicy": inner, "SecurityGroupType": kind, "Permissions": [dict(USER_RULE), *extra_rules]}})
 
 
-def run(server, mode="audit", key=KEY, secret=SECRET, verbose=False, instances=("i-bp1node1", "i-bp1node2")):
+def run(server, mode="audit", key=KEY, secret=SECRET, verbose=False, instances=("i-bp1node1", "i-bp1node2"),
+        erdma=False):
     args = {"region": "cn-hangzhou", "instance_ids": list(instances), "cluster_cidr": "172.16.0.0/24",
             "port_range": [32768, 60999], "rendezvous_ports": [29500], "mode": mode,
-            "endpoint": server.endpoint, "protocol": "HTTP"}
+            "endpoint": server.endpoint, "protocol": "HTTP", "erdma": erdma}
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
            "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
@@ -75,6 +76,45 @@ def test_apply_adds_the_rules_once_and_keeps_the_users_own():
         rules = server.groups["sg-bp1cluster"]["Permissions"]
     assert USER_RULE in rules and len(rules) == 3
     assert KEY not in output and SECRET not in output      # -vvv shows neither
+
+
+def test_an_enterprise_group_gets_egress_rules_once():
+    with standin(kind="enterprise", inner="Accept") as server:
+        rc, first, dummy = run(server, "apply")
+        assert rc == 0 and first["changed"] is True, first
+        assert server.writes() == ["AuthorizeSecurityGroup", "AuthorizeSecurityGroup",
+                                   "AuthorizeSecurityGroupEgress", "AuthorizeSecurityGroupEgress"]
+        assert server.rejected == []
+        rc, second, dummy = run(server, "apply")
+        assert rc == 0 and second["changed"] is False and len(server.writes()) == 4
+        egress = [rule for rule in server.groups["sg-bp1cluster"]["Permissions"] if rule.get("Direction") == "egress"]
+    assert [(rule["PortRange"], rule["DestCidrIp"], rule["Priority"]) for rule in egress] == [
+        ("32768/60999", "172.16.0.0/24", "1"), ("29500/29500", "172.16.0.0/24", "1")]
+
+
+def test_apply_fails_without_a_write_while_a_priority_one_drop_closes_the_path():
+    drop = {"IpProtocol": "ALL", "PortRange": "-1/-1", "SourceCidrIp": "0.0.0.0/0", "Policy": "Drop",
+            "Priority": "1", "Description": "ops: deny all"}
+    with standin(extra_rules=[drop]) as server:
+        rc, audit, dummy = run(server)
+        assert rc == 0 and audit["blocked"] and server.writes() == []
+        rc, applied, dummy = run(server, "apply")
+        assert rc != 0 and server.writes() == []
+    assert "apply cannot open the cluster's traffic" in applied["msg"] and "Nothing was changed" in applied["msg"]
+    assert "Drop ALL -1/-1 from 0.0.0.0/0 priority 1 in sg-bp1cluster" in applied["msg"]
+
+
+def test_eri_and_deployment_sets_are_audited():
+    with standin() as server:
+        server.instances["i-bp1node2"]["TrafficModes"] = ["Standard", "HighPerformance"]
+        server.deployment_sets = [{"DeploymentSetId": "ds-bp1spread", "Strategy": "Availability",
+                                   "InstanceIds": ["i-bp1node1", "i-bp1node2"]}]
+        rc, result, dummy = run(server, erdma=True)
+        assert rc == 0 and server.rejected == [] and server.writes() == []
+    found = result["findings"]
+    assert any(line.startswith("i-bp1node1: no network interface has ERI on") for line in found), found
+    assert not any(line.startswith("i-bp1node2: no network interface") for line in found)
+    assert sum("ds-bp1spread with strategy Availability, which spreads instances apart" in line for line in found) == 2
 
 
 def test_intra_group_accept_needs_nothing():

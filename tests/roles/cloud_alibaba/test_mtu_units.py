@@ -17,10 +17,19 @@ def hosts(*specs):
             for i, (mtu, max_mtu, erdma) in enumerate(specs, 1)}
 
 
-def test_auto_is_8500_where_every_nic_takes_it():
-    plan = mtu_plan("auto", hosts((1500, 9000, False), (8500, 9216, False)))
+def test_auto_is_8500_where_jumbo_frames_are_on_and_every_nic_takes_it():
+    plan = mtu_plan("auto", hosts((1500, 9000, False), (8500, 9216, False)), jumbo_frames=True)
     assert plan == {"mtu": 8500, "changes": {"node1": [1500, 8500]}}
-    assert mtu_plan("auto", hosts((1500, 1500, False), (1500, 9000, False)))["mtu"] == 1500
+    assert mtu_plan("auto", hosts((1500, 1500, False), (1500, 9000, False)), jumbo_frames=True)["mtu"] == 1500
+
+
+def test_auto_keeps_the_current_mtu_when_jumbo_frames_are_unknown():
+    # No API answer and no eRDMA: a NIC that takes 9000 does not say the VPC carries 8500.
+    assert mtu_plan("auto", hosts((1500, 9000, False), (1500, 9216, False))) == {"mtu": 1500, "changes": {}}
+    assert mtu_plan("auto", hosts((8500, 9000, False), (8500, 9216, False))) == {"mtu": 8500, "changes": {}}
+    # Hosts that differ: the smallest, which every path already carries.
+    assert mtu_plan("auto", hosts((1500, 9000, False), (8500, 9216, False))) == {
+        "mtu": 1500, "changes": {"node2": [8500, 1500]}}
     assert mtu_plan("auto", hosts((8500, 9000, False)), jumbo_frames=False) == {
         "mtu": 1500, "changes": {"node1": [8500, 1500]}}
 

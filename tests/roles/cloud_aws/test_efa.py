@@ -66,11 +66,22 @@ def test_efa_is_found_by_driver_and_fi_info_is_read(tmp_path):
 
 def test_the_efa_profile_pins_the_plugin_and_leaves_the_rest_to_it():
     plugin = "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so"
-    env = efa_env({"FI_PROVIDER": "efa", "NCCL_PROTO": "simple", "X": "1"}, plugin)
+    env = efa_env({"FI_PROVIDER": "efa", "NCCL_PROTO": "simple", "X": "1"}, plugin, ["2.21.5"])
     assert env == {"X": "1", "NCCL_NET": "AWS Libfabric", "NCCL_NET_PLUGIN": plugin}
     profile = profile_env({"ifname": "eth0", "cluster_networks": ["10.0.0.0/16"], "cloud_env": env})
     assert profile["NCCL_NET"] == "AWS Libfabric" and "NCCL_IB_DISABLE" not in profile
     assert profile["NCCL_SOCKET_IFNAME"] == "=eth0"   # bootstrap stays on the cluster NIC
+
+
+@pytest.mark.parametrize("name", ["aws libfabric", "LIBFABRIC", "ofi", "AWS Libfabric"])
+def test_nccl_net_names_compare_without_case_as_nccl_does(name):
+    # NCCL matches NCCL_NET with strcasecmp (src/net.cc): any case pins aws-ofi-nccl.
+    from ansible_collections.ncclkit.cluster.plugins.filter.nccl_profile import expected_transport
+    profile = profile_env({"ifname": "eth0", "cluster_networks": ["10.0.0.0/16"], "rdma_usable": True,
+                           "cloud_env": {"NCCL_NET": name}})
+    assert "NCCL_IB_DISABLE" not in profile
+    assert expected_transport({"NCCL_NET": name}) == "efa"
+    assert expected_transport({"NCCL_NET": "ib", "NCCL_IB_DISABLE": "0"}) == "ib"
 
 
 @pytest.mark.parametrize("sample,passed", [("log-nccl-1597-efa-libfabric.txt", True),
@@ -88,6 +99,8 @@ def test_validation_passes_efa_and_fails_another_provider(sample, passed):
         assert "NCCL did not use the expected transport (efa)" in reasons[0] and "EFA was expected" in reasons[0]
         # The fix names the plugin path and both self rules of the security group.
         assert "NCCL_NET_PLUGIN=/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so" in reasons[0], reasons
+        # NCCL up to 2.20 never opens a path, whatever LD_LIBRARY_PATH says: the short name there.
+        assert "NCCL_NET_PLUGIN=ofi" in reasons[0] and "2.20" in reasons[0], reasons
         assert "inbound from itself and outbound to itself" in reasons[0]
 
 
@@ -132,7 +145,8 @@ def test_a_wrong_checksum_installs_nothing_the_right_one_installs_once(lab, arch
     assert node1(lab, "cat /opt/amazon/efa-installer-runs") == "-y\n"       # never --minimal
     conf = node1(lab, "cat /etc/nccl.conf")
     assert "NCCL_NET=AWS Libfabric\n" in conf
-    assert "NCCL_NET_PLUGIN=/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so\n" in conf
+    # No NCCL version known in the lab: the short name that every NCCL version loads.
+    assert "NCCL_NET_PLUGIN=ofi\n" in conf
     assert re.search(r"^NCCL_IB_DISABLE=", conf, re.M) is None and re.search(r"^NCCL_SOCKET_IFNAME==eth", conf, re.M)
     assert "export NCCL_NET='AWS Libfabric'" in node1(lab, "cat /etc/profile.d/ncclkit.sh")
 

@@ -29,6 +29,19 @@ def test_reads_identity_with_a_token(imds):
     assert [nic["interface_id"] for nic in found["interfaces"]] == ["eni-1", "eni-2"]
 
 
+def test_a_local_zone_takes_the_region_imds_names():
+    # A Local Zone's name is not its region plus a letter: placement/region says the region.
+    data = identity("i-0lz", "us-west-2-lax-1a")
+    data["placement/region"] = "us-west-2"
+    server = serve("127.0.0.1", 0, data)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        found = read_instance(f"http://127.0.0.1:{server.server_address[1]}", 1.0)
+    finally:
+        server.shutdown()
+    assert found["region"] == "us-west-2" and found["availability_zone"] == "us-west-2-lax-1a"
+
+
 def test_no_token_means_401(imds):
     import urllib.error
     import urllib.request

@@ -8,13 +8,18 @@ from __future__ import annotations
 from ansible_collections.ncclkit.cluster.plugins.module_utils.host.container import MIB
 
 
-def shm_message(container: dict, host: str, fallback: bool) -> str:
+def shm_message(container: dict, host: str, fallback: bool, cumem: bool = False) -> str:
     """The line naming a /dev/shm too small for NCCL on `host`, and what was or must be done."""
     size = (container.get("shm_bytes") or 0) // MIB
     needed = (container.get("shm_required_bytes") or 0) // MIB
     gpus = container.get("gpu_count", 0)
     head = (f"{host}: /dev/shm is {size} MiB, below the {needed} MiB NCCL's shared-memory transport "
             f"needs for {gpus} GPUs")
+    if cumem:
+        return (f"{head} without cuMem host memory; NCCL 2.24+ with CUDA driver "
+                f"{container.get('cuda_driver_version') or '12.6+'} puts that transport in cuMem host memory "
+                "instead, so this is a warning: NCCL's proxy and DataLoader workers still use /dev/shm (give "
+                "the instance 1 GiB or more where they fail with a Bus error)")
     if fallback:
         return (f"{head}: NCCL_SHM_DISABLE=1 is in the profile (cloud_autodl_shm_fallback), so the "
                 "local GPUs talk over P2P or the network instead")
@@ -33,7 +38,10 @@ def autodl_plan(host: str, container: dict, fallback: bool, cloud_env: dict | No
     """
     env = dict(cloud_env or {})
     messages, error = [], None
-    if not container.get("shm_ok", True):
+    if not container.get("shm_ok", True) and container.get("shm_cumem"):
+        # cuMem host memory carries NCCL's SHM transport here: /dev/shm is no longer its limit.
+        messages.append(shm_message(container, host, fallback=False, cumem=True))
+    elif not container.get("shm_ok", True):
         if fallback:
             env["NCCL_SHM_DISABLE"] = "1"
             messages.append(shm_message(container, host, fallback=True))

@@ -38,13 +38,51 @@ def efa_groups(instance):
     return found
 
 
+def _primary(instance):
+    """The instance's primary interface (device index 0; the first listed when none says)."""
+    nics = instance.get("network_interfaces") or []
+    for nic in nics:
+        if (nic.get("attachment") or {}).get("device_index") == 0:
+            return nic
+    return nics[0] if nics else {}
+
+
+def primary_groups(instance):
+    """Every security group of the primary interface: the rules of any of them apply to it."""
+    found = [group["group_id"] for group in instance.get("security_groups") or []]
+    found += [group["group_id"] for group in _primary(instance).get("groups") or []]
+    return list(dict.fromkeys(found))
+
+
+def attached_group_ids(instances):
+    """Every security group attached to the instances (the instance's and each interface's), first
+    seen first: the groups ec2_security_group_info must read."""
+    found = []
+    for instance in instances or []:
+        found += [group["group_id"] for group in instance.get("security_groups") or []]
+        for nic in instance.get("network_interfaces") or []:
+            found += [group["group_id"] for group in nic.get("groups") or []]
+    return list(dict.fromkeys(found))
+
+
+def cluster_sides(instance):
+    """The interfaces NCCL's traffic reaches, as (efa, groups): the EFA interfaces' groups (all
+    traffic to and from the cluster), and the primary interface's groups for the TCP ports
+    (bootstrap, rendezvous, SSH) unless the primary is an EFA interface, whose rules cover them."""
+    sides = []
+    efa = efa_groups(instance)
+    if efa:
+        sides.append((True, efa))
+    if _primary(instance).get("interface_type") not in EFA_TYPES or not efa:
+        groups = primary_groups(instance)
+        if groups:
+            sides.append((False, groups))
+    return sides
+
+
 def cluster_groups(instance):
-    """The groups that must admit the cluster: every EFA interface's, else the instance's first."""
-    groups = efa_groups(instance)
-    if groups:
-        return groups
-    own = [group["group_id"] for group in instance.get("security_groups") or []]
-    return own[:1]
+    """The groups that get the missing rules: the first group of each side of cluster_sides."""
+    return [groups[0] for _efa, groups in cluster_sides(instance)]
 
 
 def required_rules(group_id, efa, port_range, master_port):
@@ -105,11 +143,22 @@ def missing_rules(group, rules, members=None):
 
     members: source group id -> the private addresses of the cluster instances in it (None where
     one is unknown), so that CIDR rules holding all of them count for the non-EFA rules."""
-    existing = {"in": group.get("ip_permissions") or [], "out": group.get("ip_permissions_egress") or []}
     members = members or {}
     return [rule for rule in rules
-            if not any(_covers(perm, rule) for perm in existing[rule["direction"]])
-            and not _cidr_covers(existing[rule["direction"]], rule, members.get(rule["group_id"]))]
+            if not admitted([group], rule, [rule["group_id"]], members.get(rule["group_id"]))]
+
+
+def admitted(groups, rule, peer_groups, peer_addresses):
+    """Whether any of the groups (the rules of all groups on an interface apply) admits the rule's
+    traffic from (or to) a peer that is in peer_groups and has peer_addresses."""
+    for group in groups:
+        permissions = group.get("ip_permissions" if rule["direction"] == "in" else "ip_permissions_egress") or []
+        for source in peer_groups:
+            if any(_covers(perm, {**rule, "group_id": source}) for perm in permissions):
+                return True
+        if _cidr_covers(permissions, rule, peer_addresses):
+            return True
+    return False
 
 
 def private_addresses(instance):
@@ -160,6 +209,15 @@ def _name(instance):
     return f"{name} ({instance['instance_id']})" if name else instance["instance_id"]
 
 
+def reserved_placement(instance):
+    """What already places the instance, as words ("" when nothing does): a Capacity Block
+    (InstanceLifecycle capacity-block) or a capacity reservation it runs in."""
+    if instance.get("instance_lifecycle") == "capacity-block":
+        return "a Capacity Block"
+    reservation = instance.get("capacity_reservation_id")
+    return f"capacity reservation {reservation}" if reservation else ""
+
+
 def placement_findings(instances, groups, region, wanted):
     """Instances outside one cluster-strategy placement group, and the commands that fix it.
 
@@ -179,18 +237,32 @@ def placement_findings(instances, groups, region, wanted):
         findings.append(f"placement group {target} does not exist in {region}")
         commands.append(shlex.join(["aws", "ec2", "create-placement-group", "--region", region,
                                     "--group-name", target, "--strategy", "cluster"]))
+    moved = []
     for inst in instances:
         if in_group[inst["instance_id"]] != target or not target:
             where = in_group[inst["instance_id"]] or "no placement group"
+            reserved = reserved_placement(inst)
+            if reserved:
+                # Capacity already placed by AWS: a stop/move/start would give it up, not improve it.
+                findings.append(f"instance {_name(inst)} is in {where}, not in {target or 'a cluster placement group'}, "
+                                f"but runs in {reserved}: its capacity is placed by AWS (together, for a Capacity "
+                                "Block or a reservation in a cluster placement group), so no move is offered")
+                continue
             findings.append(f"instance {_name(inst)} is in {where}, not in "
                             f"{target or 'a cluster placement group'}")
             if target:
+                moved.append(inst["instance_id"])
                 commands.append(" && ".join(shlex.join(part) for part in (
                     ["aws", "ec2", "stop-instances", "--region", region, "--instance-ids", inst["instance_id"]],
-                    ["aws", "ec2", "wait", "instance-stopped", "--region", region, "--instance-ids", inst["instance_id"]],
+                    ["aws", "ec2", "wait", "instance-stopped", "--region", region,
+                     "--instance-ids", inst["instance_id"]],
                     ["aws", "ec2", "modify-instance-placement", "--region", region, "--instance-id",
                      inst["instance_id"], "--group-name", target],
                     ["aws", "ec2", "start-instances", "--region", region, "--instance-ids", inst["instance_id"]])))
+    if moved:
+        findings.append(f"moving {', '.join(moved)} stops and starts each: the start can fail with "
+                        "InsufficientInstanceCapacity (the group has no room), and the data on instance-store "
+                        "volumes is lost at the stop")
     return {"group": target, "findings": findings, "commands": commands,
             "create": bool(target) and target not in strategy}
 
@@ -209,30 +281,30 @@ def cluster_plan(instances, security_groups, wanted_ids, settings):
     by_id = {group["group_id"]: group for group in security_groups}
     region = settings["region"]
     master_port = _port(settings["master_port"], "the rendezvous port (MASTER_PORT)")
-    # Instances in different groups: a group's self rule admits only its own members, so each
-    # cluster group must admit every cluster group (itself first).
-    sources = list(dict.fromkeys(gid for inst in instances for gid in cluster_groups(inst)))
-    # Each source group's members' addresses, for CIDR rules that already admit them.
-    members = {}
-    for inst in instances:
-        for gid in cluster_groups(inst):
-            addresses = private_addresses(inst)
-            known = members.get(gid, [])
-            members[gid] = None if addresses is None or known is None else known + addresses
-    need = {}
-    for inst in instances:
-        efa = bool(efa_groups(inst))
-        for gid in cluster_groups(inst):
-            for source in [gid] + [other for other in sources if other != gid]:
-                for rule in required_rules(source, efa, settings["port_range"], master_port):
-                    need.setdefault(gid, [])
-                    if rule not in need[gid]:
-                        need[gid].append(rule)
-    groups, messages, commands = [], [], []
-    for gid, rules in need.items():
+    for gid in dict.fromkeys(gid for inst in instances for _efa, groups in cluster_sides(inst) for gid in groups):
         if gid not in by_id:
             raise AwsPlanError(f"security group {gid} not found; ec2:DescribeSecurityGroups must see it")
-        missing = missing_rules(by_id[gid], rules, members)
+    # Every side must admit every instance's same side (itself too): a group's self rule admits
+    # only its own members, and the rules of every group on the interface count.
+    need, missing_by_group = {}, {}
+    for inst in instances:
+        for efa, groups in cluster_sides(inst):
+            target = groups[0]
+            need.setdefault(target, [])
+            missing_by_group.setdefault(target, [])
+            for peer in instances:
+                peer_groups = next((g for e, g in cluster_sides(peer) if e == efa), None)
+                if peer_groups is None:
+                    continue
+                for rule in required_rules(peer_groups[0], efa, settings["port_range"], master_port):
+                    if rule not in need[target]:
+                        need[target].append(rule)
+                    if rule not in missing_by_group[target] and not admitted(
+                            [by_id[gid] for gid in groups], rule, peer_groups, private_addresses(peer)):
+                        missing_by_group[target].append(rule)
+    groups, messages, commands = [], [], []
+    for gid in need:
+        missing = missing_by_group[gid]
         for rule in missing:
             messages.append(f"security group {gid}: missing {_rule_text(rule, gid)}")
             commands.append(rule_command(region, gid, rule))

@@ -26,6 +26,17 @@ def _request(url, method, headers, timeout):
         return answer.read().decode("utf-8").strip()
 
 
+def _region(get, zone):
+    """placement/region (a Local Zone's name is not its region plus a letter); the zone less its
+    letter where IMDS has no such entry."""
+    try:
+        return get("placement/region")
+    except urllib.error.HTTPError as error:
+        if error.code != 404:
+            raise
+        return zone[:-1]
+
+
 def read_instance(endpoint="http://169.254.169.254", timeout=2.0):
     """instance_id, availability_zone, region, and the interfaces (mac, interface_id, device_number)."""
     base = endpoint.rstrip("/")
@@ -48,7 +59,7 @@ def read_instance(endpoint="http://169.254.169.254", timeout=2.0):
             prefix = f"network/interfaces/macs/{mac}/"
             interfaces.append({"mac": mac, "interface_id": get(prefix + "interface-id"),
                                "device_number": int(get(prefix + "device-number"))})
-        return {"instance_id": get("instance-id"), "availability_zone": zone, "region": zone[:-1],
+        return {"instance_id": get("instance-id"), "availability_zone": zone, "region": _region(get, zone),
                 "interfaces": sorted(interfaces, key=lambda nic: nic["device_number"])}
     except (urllib.error.URLError, OSError, ValueError) as error:
         raise ImdsError(f"EC2 instance metadata at {base} answered the token but not the data: {error}") from None

@@ -51,3 +51,15 @@ def test_check_modes_would_be_message_is_no_failure(filters):
     line = filters[0]["cloud_aws_error_line"]
     would = {"changed": True, "failed": False, "msg": "EC2 placement group would be created if not in check mode"}
     assert line(would, "us-east-1", "apply") == ""
+
+
+def test_group_ids_filter_reads_every_attached_group_once(filters):
+    found, _ = filters
+    instances = [
+        {"instance_id": "i-1", "security_groups": [{"group_id": "sg-ena"}, {"group_id": "sg-ssh"}],
+         "network_interfaces": [{"groups": [{"group_id": "sg-ena"}, {"group_id": "sg-ssh"}]},
+                                {"interface_type": "efa-only", "groups": [{"group_id": "sg-efa"}]}]},
+        {"instance_id": "i-2", "security_groups": [{"group_id": "sg-ena"}], "network_interfaces": None},
+    ]
+    assert found["cloud_aws_group_ids"](instances) == ["sg-ena", "sg-ssh", "sg-efa"]
+    assert found["cloud_aws_group_ids"]([]) == []

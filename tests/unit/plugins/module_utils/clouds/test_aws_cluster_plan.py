@@ -66,8 +66,11 @@ def test_placement_names_instances_outside_and_the_commands():
                         {**SETTINGS, "placement_groups": [{"name": "pg", "strategy": "cluster"},
                                                           {"name": "other", "strategy": "spread"}]})
     found = plan["placement"]["findings"]
-    assert found == ["instance worker-2 (i-2) is in no placement group, not in pg",
-                     "instance i-3 is in other, not in pg"]
+    assert found[:2] == ["instance worker-2 (i-2) is in no placement group, not in pg",
+                         "instance i-3 is in other, not in pg"]
+    # The stop/start that a move takes: capacity may be gone, instance-store data is.
+    assert found[2].startswith("moving i-2, i-3 stops and starts each") and "InsufficientInstanceCapacity" in found[2]
+    assert "instance-store" in found[2]
     assert "modify-instance-placement --region us-east-1 --instance-id i-2 --group-name pg" in plan["commands"][-2]
     assert plan["placement"]["create"] is False
 
@@ -182,3 +185,52 @@ def test_a_cidr_admits_the_other_groups_members_too():
         "security group sg-1: missing TCP 32768-60999 inbound from sg-1 itself",
         "security group sg-1: missing TCP 29500 inbound from sg-1 itself",
         "security group sg-1: missing TCP 22 inbound from sg-1 itself"]
+
+
+# -- capacity that AWS already placed ------------------------------------------------------------
+@pytest.mark.parametrize("extra, words", [({"instance_lifecycle": "capacity-block"}, "a Capacity Block"),
+                                          ({"capacity_reservation_id": "cr-0abc"}, "capacity reservation cr-0abc")])
+def test_reserved_capacity_is_never_offered_a_stop_move_start(extra, words):
+    insts = [instance("i-1", placement="pg"), {**instance("i-2"), **extra}]
+    plan = cluster_plan(insts, [group()], ["i-1", "i-2"],
+                        {**SETTINGS, "placement_groups": [{"name": "pg", "strategy": "cluster"}]})
+    assert not any("i-2" in command for command in plan["commands"]), plan["commands"]
+    assert [line for line in plan["placement"]["findings"] if "i-2" in line] == [
+        f"instance i-2 is in no placement group, not in pg, but runs in {words}: its capacity is placed by AWS "
+        "(together, for a Capacity Block or a reservation in a cluster placement group), so no move is offered"]
+
+
+# -- every group on an interface counts -----------------------------------------------------------
+def two_groups(iid, address, groups=("sg-1", "sg-2")):
+    found = addressed(iid, address)
+    found["security_groups"] = [{"group_id": gid, "group_name": gid} for gid in groups]
+    found["network_interfaces"][0]["groups"] = [{"group_id": gid} for gid in groups]
+    return found
+
+
+def test_a_rule_in_any_group_of_the_interface_admits_the_cluster():
+    # sg-1 (the first) has nothing; sg-2, also on every instance, admits itself: nothing is missing.
+    insts = [two_groups("i-1", "10.0.1.21"), two_groups("i-2", "10.0.1.22")]
+    wide = {"ip_protocol": "-1", "user_id_group_pairs": [{"group_id": "sg-2"}]}
+    plan = cluster_plan(insts, [group("sg-1"), group("sg-2", ingress=[wide])], ["i-1", "i-2"], SETTINGS)
+    assert plan["missing_rules"] == []
+    # A rule from sg-2 in sg-1 admits the peers too: their interfaces are in sg-2.
+    plan = cluster_plan(insts, [group("sg-1", ingress=[wide]), group("sg-2")], ["i-1", "i-2"], SETTINGS)
+    assert plan["missing_rules"] == []
+
+
+def test_the_primary_ena_interface_is_audited_beside_separate_efa_interfaces():
+    def p5(iid):
+        found = instance(iid, group="sg-ena")
+        found["network_interfaces"] = [
+            {"interface_type": "interface", "attachment": {"device_index": 0}, "groups": [{"group_id": "sg-ena"}]},
+            {"interface_type": "efa-only", "attachment": {"device_index": 1}, "groups": [{"group_id": "sg-efa"}]}]
+        return found
+    efa_ok = group("sg-efa", ingress=[self_all("sg-efa")], egress=[self_all("sg-efa")])
+    plan = cluster_plan([p5("i-1"), p5("i-2")], [group("sg-ena"), efa_ok], ["i-1", "i-2"], SETTINGS)
+    # EFA's self rules are there; bootstrap, rendezvous and SSH reach the ENA interface, whose group lacks them.
+    assert plan["missing_rules"] == [
+        "security group sg-ena: missing TCP 32768-60999 inbound from sg-ena itself",
+        "security group sg-ena: missing TCP 29500 inbound from sg-ena itself",
+        "security group sg-ena: missing TCP 22 inbound from sg-ena itself"]
+    assert plan["efa_instances"] == ["i-1", "i-2"]
