@@ -16,10 +16,10 @@ description:
   - Sets C(cloud_aws_efa) (devices, count, installed, provider version, plugin path,
     C(gdr_module) - C(efa_nv_peermem) where loaded, the module that gives EFA GPUDirect RDMA -
     C(container_env) - the EFA values with a host path replaced for containers - and
-    C(install_blocker): why the EFA installer cannot run, with what to do, or empty) and, where
+    C(install_blocker) - why the EFA installer cannot run, with what to do, or empty) and, where
     EFA and the plugin are there, C(ncclkit_cloud_nccl_env) with C(NCCL_NET=AWS Libfabric) (the
     name every aws-ofi-nccl version accepts), so that a missing plugin fails at once instead of
-    falling back to sockets, and C(NCCL_NET_PLUGIN): the library's full path when every NCCL in
+    falling back to sockets, and C(NCCL_NET_PLUGIN) - the library's full path when every NCCL in
     O(nccl_versions) is 2.21 or later, else the short name NCCL 2.20 and older also load (C(ofi)),
     or unset for C(libnccl-net.so).
   - Changes nothing on the host.

@@ -105,6 +105,10 @@ def failure_finding(result: dict | None, failed: dict, exceptions: dict, hosts_o
     quote = exceptions.get((host, rank)) if rank is not None else _only(exceptions, host)
     if first:
         first = dict(first, consequence_of=None)
+        if first.get("host") in (None, "unknown"):
+            # The engine read a log line that names no machine: the launcher that reported the
+            # failure says where it ran.
+            first.update(host=host, rank=first.get("rank") if first.get("rank") is not None else rank)
         quote = exceptions.get((first.get("host"), first.get("rank"))) or quote
         if first["code"] in DEATH_CODES and quote and quote not in first["cause"]:
             first = dict(first, cause=f"{first['cause']}: {quote}")

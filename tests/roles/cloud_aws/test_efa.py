@@ -76,7 +76,7 @@ def test_the_efa_profile_pins_the_plugin_and_leaves_the_rest_to_it():
 @pytest.mark.parametrize("name", ["aws libfabric", "LIBFABRIC", "ofi", "AWS Libfabric"])
 def test_nccl_net_names_compare_without_case_as_nccl_does(name):
     # NCCL matches NCCL_NET with strcasecmp (src/net.cc): any case pins aws-ofi-nccl.
-    from ansible_collections.ncclkit.cluster.plugins.filter.nccl_profile import expected_transport
+    from ansible_collections.ncclkit.cluster.plugins.filter.profile import expected_transport
     profile = profile_env({"ifname": "eth0", "cluster_networks": ["10.0.0.0/16"], "rdma_usable": True,
                            "cloud_env": {"NCCL_NET": name}})
     assert "NCCL_IB_DISABLE" not in profile

@@ -40,14 +40,18 @@ DIAGNOSIS_BY_HAND = {
         {("test_nccl_failure", "GENOA-06"), ("cuda_error", "GENOA-06")}, {"GENOA-06": "Socket"}),
     "h200-1gpu-all_reduce_perf.json": (set(), [], set(), {}),
     "h200-1gpu-all_reduce_perf.txt": ({"vm"}, [], set(), {}),
+    # Open MPI's "Process name ... Exit code" lines name the dead rank but not its machine.
     "h200-2host-bad-socket-ifname.txt": (
-        {"node0", "node1"}, [], {("no_socket_interface", "node0"), ("test_nccl_failure", "node0")}, {}),
+        {"node0", "node1"}, [],
+        {("no_socket_interface", "node0"), ("test_nccl_failure", "node0"), ("rank_failed", "unknown")}, {}),
     "h200-2host-socket-article-tuning.txt": ({"node0", "node1"}, [], set(), {}),
     "h200-2host-socket-defaults.txt": ({"node0", "node1"}, [], set(), {}),
     "h200-2host-socket-nccl-debug-info.txt": (
         {"node0", "node1"}, ["2.28.9+cuda13.0"], set(), {"node0": "Socket", "node1": "Socket"}),
+    # Cut before its footer: a run whose end the output does not show is never healthy.
     "perf-eks-efa-a10g-1rank-cut.txt": (
-        {"test-nccl-worker-0"}, ["2.22.3+cuda12.2"], set(), {"test-nccl-worker-0": "OFI(EFA)"}),
+        {"test-nccl-worker-0"}, ["2.22.3+cuda12.2"], {("incomplete_run", "test-nccl-worker-0")},
+        {"test-nccl-worker-0": "OFI(EFA)"}),
     "log-rccl-lumi-connect-no-route.txt": ({"nid005000"}, [], {("no_route", "nid005000")}, {}),
     "h200-validate-1host-single.txt": ({"vm"}, ["2.28.9+cuda13.0"], set(), {}),
     "h200-validate-2simhosts-multi.txt": (
