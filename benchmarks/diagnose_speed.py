@@ -65,9 +65,9 @@ def training_lines(rank: int, pid: int, host: str) -> list:
     lines = [f"W1204 03:50:{rank % 60:02d}.474000 {pid} torch/distributed/run.py:793] Setting OMP_NUM_THREADS "
              "environment variable for each process to be 1 in default"]
     for step in range(0, 40, 4):
-        bar = "".join(f"Epoch 0: {p:3d}%|{'#' * (p // 10):<10}| {p * 10}/1000 [00:{p // 2:02d}<00:50, 9.9it/s, "
-                      f"loss={1.5 - p / 100:.3f}]\r" for p in range(step, step + 4))
-        lines.append(bar)
+        progress = "".join(f"Epoch 0: {p:3d}%|{'#' * (p // 10):<10}| {p * 10}/1000 [00:{p // 2:02d}<00:50, "
+                           f"9.9it/s, loss={1.5 - p / 100:.3f}]\r" for p in range(step, step + 4))
+        lines.append(progress)
         lines.append(f"steps: rank={rank} pid={pid} host={host} step={step} loss={2.0 - step / 40:.4f}")
     return lines
 
@@ -88,8 +88,8 @@ def write_log(path: Path, megabytes: int) -> dict:
                 fields = {"host": host, "pid": 1000 + local, "rank": hosts * 8 + local, "world": 4096}
                 shaped = dict(fields, local=local, host_index=hosts % 250, minute=hosts % 10, second=local)
                 block += [shape.format(line=line.format(**fields), **shaped) for line in template]
-                block += [shape.format(line=line, **shaped) for line in training_lines(fields["rank"], 1000 + local,
-                                                                                        host)]
+                rank_lines = training_lines(fields["rank"], 1000 + local, host)
+                block += [shape.format(line=line, **shaped) for line in rank_lines]
             block.append(padded_env.format(**fields))
             block.append(long_line.format(**fields))
             text = end.join(block) + end

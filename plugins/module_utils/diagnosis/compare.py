@@ -60,10 +60,10 @@ def setting_findings(env_by_host: Dict[str, dict], origins: Dict[tuple, dict]) -
         for host in odd[:1]:
             origin = origins.get((host, key)) or next((origins[(h, key)] for h in hosts if (h, key) in origins), {})
             others = ", ".join(sorted(h for h in hosts if values[h] == common)[:3])
-            found.append(with_evidence(finding("nccl_setting_mismatch", "warning",
-                                 f"{key}={values[host]} on {host} but {key}={common} on {others}: the ranks of one "
-                                 "job run with different NCCL settings", FIX_SETTINGS, host=host,
-                                 **_origin_fields(origin))))
+            cause = (f"{key}={values[host]} on {host} but {key}={common} on {others}: the ranks of one job run "
+                     "with different NCCL settings")
+            found.append(with_evidence(finding("nccl_setting_mismatch", "warning", cause, FIX_SETTINGS, host=host,
+                                               **_origin_fields(origin))))
     return found
 
 

@@ -274,8 +274,8 @@ def parse_line(number: int, raw: str) -> Line:
             return _new(Line, (number, text, label, host, level, msg.strip(), stamp))
         match = NCCL_BARE.search(text) if nccl else None
         if match:
-            return _new(Line, (number, text, label, syslog_host, match.group("level"), match.group("msg").strip(),
-                                stamp))
+            fields = (number, text, label, syslog_host, match.group("level"), match.group("msg").strip(), stamp)
+            return _new(Line, fields)
     match = TEST_FAILURE.search(text) if "Test " in text else None
     host = match.group("host") if match else syslog_host
     return _new(Line, (number, text, label, host, None, text.strip(), stamp))

@@ -31,6 +31,7 @@ import gzip
 import os
 import re
 import zlib
+from functools import partial
 from typing import Dict, List, Optional
 
 from .compare import CUDA_VERSION, TORCH_VERSION, runtime_findings, setting_findings
@@ -286,7 +287,7 @@ class _Log:
             stages.torch = True
             # NCCL's lines tell the job and its stages only about communicators and their init.
             if "nranks" in msg or "nRanks" in msg or "Init " in msg or "Connected all" in msg or "Destroy" in msg:
-                origin = lambda: _origin(line, source)  # noqa: E731 (called for the few lines that matter)
+                origin = partial(_origin, line, source)  # evidence built only for the few lines that matter
                 job.add(line, origin)
                 stages.add(line, origin)
         else:
@@ -297,7 +298,7 @@ class _Log:
             if not (job.watching() or stages.tests is not None or self.tracebacks.open or text[:1] == "#"
                     or (any(map(text.__contains__, _LINE_PAIRS)) and any(map(text.__contains__, _LINE_ANCHORS)))):
                 return
-            origin = lambda: _origin(line, source)  # noqa: E731
+            origin = partial(_origin, line, source)
             job.add(line, origin)
             stages.add(line, origin)
         if host:
@@ -552,6 +553,7 @@ class _Log:
         return (f"NOTHING TO JUDGE: none of the {self.lines} line(s) is a line of NCCL, torch.distributed, "
                 "torchrun, Gloo, MPI, Lightning or nccl-tests; expected a job's output with NCCL_DEBUG=INFO (or "
                 "WARN), a Python traceback, a launcher's error report, or nccl-tests' output")
+
     def _multi_node(self) -> bool:
         return len(self.hosts) > 1 or self.nodes > 1
 
@@ -573,11 +575,12 @@ class _Log:
                     merged = runtime.setdefault(what, {}).setdefault(host, {})
                     for version, origin in seen.items():
                         merged.setdefault(version, origin)
-        # A CUDA read from NCCL's own version string differs with it: nccl_version_mismatch says it already.
-        if versions:  # NCCL's version string carries its CUDA: nccl_version_mismatch says it already
+        # NCCL's version string carries its CUDA: where NCCL's versions differ, nccl_version_mismatch says it.
+        if versions:
             runtime.pop("CUDA", None)
         found += runtime_findings(runtime)
         return found
+
 
 def _origin(line: Line, source: str) -> dict:
     text = f"{line.stamp} {line.text.strip()}" if line.stamp else line.text.strip()

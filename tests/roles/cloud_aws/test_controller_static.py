@@ -20,7 +20,7 @@ def aws_tasks(tasks):
 
 def test_amazon_aws_calls_share_one_module_defaults():
     tasks = yaml.safe_load(TASKS.read_text())
-    blocks = [task for task in tasks if any(name.startswith("amazon.aws.") for name, _ in aws_tasks([task]))]
+    blocks = [task for task in tasks if any(name.startswith("amazon.aws.") for name, dummy in aws_tasks([task]))]
     assert len(blocks) == 1 and "block" in blocks[0]
     defaults = blocks[0]["module_defaults"]["group/amazon.aws.aws"]
     assert set(defaults) == {"region", "endpoint_url"}

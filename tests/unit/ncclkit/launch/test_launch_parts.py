@@ -46,8 +46,8 @@ def test_host_settings_refuse_what_launch_cannot_use(hostvars, words):
 
 
 def sample(t, *ranks):
-    return {"t": t, "clk_tck": 100, "ranks": [dict(rank=r, local_rank=0, pid=100 + r, world=2, **fields)
-                                             for r, fields in ranks]}
+    made = [dict(rank=r, local_rank=0, pid=100 + r, world=2, **fields) for r, fields in ranks]
+    return {"t": t, "clk_tck": 100, "ranks": made}
 
 
 WAIT = ["all_reduce (torch/distributed/distributed_c10d.py:2500)", "step (train.py:10)"]
@@ -124,8 +124,8 @@ def test_hang_finding_without_a_stopped_rank_names_the_one_outside_the_collectiv
 
 
 def test_secret_values_are_masked_in_env_and_argv():
-    assert record.mask_env({"HF_TOKEN": "x", "NCCL_IB_PKEY": "1", "LR": "2"}) == {"HF_TOKEN": "***",
-                                                                                 "NCCL_IB_PKEY": "1", "LR": "2"}
+    masked = record.mask_env({"HF_TOKEN": "x", "NCCL_IB_PKEY": "1", "LR": "2"})
+    assert masked == {"HF_TOKEN": "***", "NCCL_IB_PKEY": "1", "LR": "2"}
     assert record.mask_argv(["--api-key", "s", "--wandb-token=t", "AWS_SECRET_ACCESS_KEY=u", "--lr", "1"]) == [
         "--api-key", "***", "--wandb-token=***", "AWS_SECRET_ACCESS_KEY=***", "--lr", "1"]
 

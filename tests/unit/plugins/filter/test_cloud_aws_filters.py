@@ -54,7 +54,7 @@ def test_check_modes_would_be_message_is_no_failure(filters):
 
 
 def test_group_ids_filter_reads_every_attached_group_once(filters):
-    found, _ = filters
+    found, dummy = filters
     instances = [
         {"instance_id": "i-1", "security_groups": [{"group_id": "sg-ena"}, {"group_id": "sg-ssh"}],
          "network_interfaces": [{"groups": [{"group_id": "sg-ena"}, {"group_id": "sg-ssh"}]},

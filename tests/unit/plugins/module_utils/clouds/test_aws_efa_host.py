@@ -76,7 +76,7 @@ def test_no_checksum_on_a_host_with_the_efa_driver_says_what_is_missing_and_what
     line = install_blocker(efa, "", "1.43.2")
     assert line.startswith("the kernel's efa driver is loaded (rdmap0s6) but aws-ofi-nccl (package libnccl-ofi;")
     assert "aws-efa-installer-1.43.2.tar.gz" in line and "cloud_aws_efa_install to false" in line
-    assert "libfabric" not in line.split(" is missing")[0]
+    assert "libfabric" not in line.split(" is missing", maxsplit=1)[0]
     both = install_blocker({**efa, "fi_info_ok": False, "fi_info_error": "fi_getinfo: -61"}, "", "1.43.2")
     assert "libfabric's efa provider (fi_getinfo: -61) and aws-ofi-nccl" in both
     # A sha256, or nothing missing, or no EFA: nothing blocks.

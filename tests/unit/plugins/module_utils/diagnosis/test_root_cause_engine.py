@@ -43,8 +43,8 @@ def test_prefixes_in_any_order_leave_the_nccl_line(shaped, label, stamp):
 
 def test_syslog_and_pdsh_prefixes_name_the_host_of_lines_that_have_none():
     kernel = parse_line(1, "Jun  3 01:40:12 node3 kernel: Out of memory: Killed process 51277 (python3)")
-    assert (kernel.host, kernel.text, kernel.stamp) == ("node3", "Out of memory: Killed process 51277 (python3)",
-                                                         "Jun  3 01:40:12")
+    expected = ("node3", "Out of memory: Killed process 51277 (python3)", "Jun  3 01:40:12")
+    assert (kernel.host, kernel.text, kernel.stamp) == expected
     pdsh = parse_line(1, "gpu-7: [rank1]: ValueError: bad")
     assert (pdsh.host, pdsh.label, pdsh.text) == ("gpu-7", "rank1", "ValueError: bad")
     # A word without a digit is no host ("srun: error: ..." keeps its words).
@@ -192,8 +192,7 @@ def watchdog(rank, seq, op, numel):
 
 def test_watchdogs_that_disagree_name_the_odd_rank_its_collective_and_both_sizes():
     text = "".join(init_lines(f"n{r}", 10 + r, r) for r in range(3))
-    text += watchdog(0, 12, "BROADCAST", 1024) + watchdog(1, 12, "BROADCAST", 2048) + watchdog(2, 12, "BROADCAST",
-                                                                                            1024)
+    text += "".join(watchdog(rank, 12, "BROADCAST", numel) for rank, numel in ((0, 1024), (1, 2048), (2, 1024)))
     root = first(read_nccl_log(text))
     assert (root["code"], root["rank"], root["host"]) == ("collective_desync", 1, "n1")
     assert "NumelIn=2048" in root["cause"] and "NumelIn=1024" in root["cause"] and "program" in root["fix"]
@@ -212,8 +211,8 @@ def test_a_setting_on_one_host_only_is_the_root_of_the_hang_it_causes():
 
 
 def test_a_torch_build_on_one_host_is_named():
-    text = "".join(f"[{h}] PyTorch version: {v}\n" for h, v in (("a", "2.4.1+cu124"), ("b", "2.4.1+cu124"),
-                                                               ("c", "2.4.1+cu118")))
+    builds = (("a", "2.4.1+cu124"), ("b", "2.4.1+cu124"), ("c", "2.4.1+cu118"))
+    text = "".join(f"[{h}] PyTorch version: {v}\n" for h, v in builds)
     text = text.replace("[a] ", "a1: ").replace("[b] ", "b1: ").replace("[c] ", "c1: ")
     root = first(read_nccl_log(text + "c1: [rank2]: RuntimeError: NCCL error: unhandled cuda error\n"))
     assert (root["code"], root["host"]) == ("runtime_version_mismatch", "c1") and "2.4.1+cu118" in root["cause"]
