@@ -200,18 +200,18 @@ def _undo_kill(lab, step: dict) -> None:
 
 
 def do_shm_size(lab, node: str, mib: int) -> dict:
-    text = run(lab, node, ["findmnt", "-n", "-o", "OPTIONS", "/dev/shm"], "reading /dev/shm's mount")
-    size = next((item.split("=", 1)[1] for item in text.strip().split(",") if item.startswith("size=")), None)
-    if size is None:
-        raise LabError(f"/dev/shm on {node} has no size option: {text.strip()}")
-    run(lab, node, ["mount", "-o", f"remount,size={int(mib)}m", "/dev/shm"], "remounting /dev/shm")
-    return {"op": "shm_size", "node": node, "size": size}
+    """A `mib` MiB tmpfs mounted over the node's /dev/shm (as a container's --shm-size makes it);
+    undone by unmounting it, which shows the old one again, contents and all."""
+    run(lab, node, ["mount", "-t", "tmpfs", "-o", f"size={int(mib)}m,mode=1777,nosuid,nodev", "shm", "/dev/shm"],
+        "mounting a small /dev/shm")
+    return {"op": "shm_size", "node": node, "mib": int(mib)}
 
 
 def _undo_shm_size(lab, step: dict) -> None:
-    if not re.match(r"^\d+[kmgKMG]?$", step["size"]):
-        raise LabError(f"bad /dev/shm size {step['size']!r} in the fault record")
-    run(lab, step["node"], ["mount", "-o", f"remount,size={step['size']}", "/dev/shm"], "restoring /dev/shm")
+    options = run(lab, step["node"], ["findmnt", "-n", "-o", "OPTIONS", "/dev/shm"], "reading /dev/shm")
+    if f"size={step['mib'] * 1024}k" not in options.strip().splitlines()[-1]:
+        raise LabError(f"/dev/shm on {step['node']} is no longer the fault's {step['mib']} MiB mount: left alone")
+    run(lab, step["node"], ["umount", "/dev/shm"], "unmounting the small /dev/shm")
 
 
 def do_memlock(lab, node: str, kib: int) -> dict:
