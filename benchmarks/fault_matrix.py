@@ -145,9 +145,12 @@ def _stop(lab, node: str, process: subprocess.Popen) -> None:
 
 
 def observed_effect(job: dict, healthy_s: float | None) -> str:
-    if job["killed"] and not any(code not in (0, None) for code in job["exit"].values()):
+    """hangs: nothing failed on its own before the matrix killed what was left; fails: a node's job
+    ended with an error (a timeout's error included); slower: 1.5x the healthy runs' median."""
+    own = [code for name, code in job["exit"].items() if name not in job["killed"]]
+    if job["killed"] and all(code == 0 for code in own):
         return "hangs"
-    if any(code != 0 for code in job["exit"].values()) or job["killed"]:
+    if any(code != 0 for code in own):
         return "fails"
     if healthy_s and job["seconds"] > 1.5 * healthy_s:
         return "slower"
@@ -191,14 +194,23 @@ def truth(kind: str | None, record: dict | None, effect: str) -> dict:
             "class": spec.diagnose}
 
 
-def save_case(corpus: Path, name: str, folder: Path, expected: dict) -> Path:
+def header(log_name: str, expected: dict, index: int) -> bytes:
+    """The first line every corpus log carries (tests/static/test_samples_sources.py)."""
+    day = datetime.now(UTC).date().isoformat()
+    what = ("the kernel's OOM lines (dmesg -T)" if log_name.startswith("kernel") else
+            f"{log_name.split('.')[0]}'s ncclkit-torchrun benchmarks/fault_job.py over ssh")
+    return (f"# recorded {day} on lab {index} (2 nodes, after site.yml) by benchmarks/fault_matrix.py: {what}; "
+            f"{expected['shape_from'].removeprefix('lab: ')}\n").encode()
+
+
+def save_case(corpus: Path, name: str, folder: Path, expected: dict, index: int) -> Path:
     number = 1
     while (corpus / f"{name}-{number}").exists():
         number += 1
     case = corpus / f"{name}-{number}"
     case.mkdir(parents=True)
     for log in sorted(folder.iterdir()):
-        data = log.read_bytes()
+        data = header(log.name, expected, index) + log.read_bytes()
         if len(data) > CASE_LIMIT // 3:
             (case / (log.name + ".gz")).write_bytes(gzip.compress(data, 9))
         else:
@@ -236,7 +248,7 @@ def one_run(lab, inventory: Path, kind: str | None, corpus: Path | None, healthy
                                   f"--seed {record['seed']}" if record
                                   else "lab: healthy run of benchmarks/fault_job.py after site.yml")
         if corpus:
-            case = save_case(corpus, kind or "healthy", folder, expected)
+            case = save_case(corpus, kind or "healthy", folder, expected, lab.index)
             row["case"] = str(case.relative_to(REPO) if case.is_relative_to(REPO) else case)
     row["job"] = {key: job[key] for key in ("seconds", "exit", "killed", "done")} | {"effect": effect}
     row["diagnose"] = verdict
@@ -270,7 +282,7 @@ def table(rows: list[dict]) -> str:
         if "error" not in row:
             by_kind.setdefault(row["kind"], []).append(row)
     for kind, runs in by_kind.items():
-        seen = sorted({r["job"]["effect"] for r in runs})
+        seen = sorted({observed_effect(r["job"], None) if r["job"]["killed"] else r["job"]["effect"] for r in runs})
         predicted = [r["check_predicted"] for r in runs if r.get("check_predicted") is not None]
         alarms = [r["false_alarm"] for r in runs if r.get("false_alarm") is not None]
         check_cell = (f"{sum(predicted)}/{len(predicted)}" if predicted

@@ -133,3 +133,14 @@ def test_setting_a_variable_keeps_the_rest_of_the_file():
     assert edited == "# managed\nexport NCCL_SOCKET_IFNAME==eth9\nexport GLOO_SOCKET_IFNAME='eth1'\n"
     assert kinds._set_variable("NCCL_DEBUG=WARN\n", "NCCL_SOCKET_IFNAME", "=eth9") == "NCCL_DEBUG=WARN\n"
     assert kinds._set_variable(None, "NCCL_SOCKET_IFNAME", "x") is None
+
+
+def test_the_master_port_is_read_from_the_launchers_command_not_its_comment():
+    launcher = ("#!/bin/sh\n# Options given here win (--nproc-per-node 2, --master-port 29501).\n"
+                "exec env python -m torch.distributed.run \\\n  --nnodes 2 --node-rank 0 \\\n"
+                "  --master-addr 10.0.0.1 --master-port 29544 \\\n  --nproc-per-node 1 \"$@\"\n")
+
+    class Node:
+        def exec(self, node, argv, **kwargs):
+            return type("Done", (), {"returncode": 0, "stdout": launcher})()
+    assert kinds.master_port(kinds.Context(lab=Node(), node="node1", rng=random.Random(0))) == 29544

@@ -79,7 +79,8 @@ def port_range(ctx: Context) -> tuple[int, int]:
 
 def master_port(ctx: Context) -> int:
     done = ctx.lab.exec(ctx.node, ["cat", TORCHRUN], capture_output=True, text=True)
-    found = re.search(r"--master-port (\d+)", done.stdout) if done.returncode == 0 else None
+    # The launcher's command line, not its comment (which shows an override as an example).
+    found = re.search(r"^\s*--master-addr \S+ --master-port (\d+)", done.stdout, re.M) if done.returncode == 0 else None
     return int(found.group(1)) if found else DEFAULT_MASTER_PORT
 
 
