@@ -42,6 +42,8 @@ LAB_INDICES: dict[str, tuple[int, ...]] = {
     "benchmarks/check_speed.py (as docs/benchmarks.md runs it)": (152,),
     "tests/lab/test_network_hardening_lab.py": (170,),
     "tests/roles/nccl_tests/test_system_dir_lab.py": (175,),
+    "tests/lab/test_fault_lab.py": (61,),
+    "benchmarks/fault_matrix.py (the fault matrix, as docs/diagnosis.md runs it)": (62,),
     "tests/samples/SOURCES.md (recording lab-site-2node-report.json)": (190,),
 }
 

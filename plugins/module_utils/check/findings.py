@@ -212,8 +212,16 @@ def cluster_findings(hosts: Dict[str, dict], master: dict) -> List[dict]:
     return out
 
 
-def probe_findings(me: str, master: dict, outcome: Optional[str]) -> List[dict]:
-    """A node that cannot open a TCP connection to MASTER_ADDR:port (timeout or no route)."""
+def probe_findings(me: str, master: dict, outcome: Optional[str], holder: Optional[str] = None) -> List[dict]:
+    """A node that cannot open a TCP connection to MASTER_ADDR:port (timeout or no route); the master
+    where a process already listens on that port (a stale job's: the next job's store cannot bind)."""
+    if holder:
+        return [finding(
+            "master_port_in_use", "error", me,
+            f"{holder} already listens on the rendezvous port {master['port']} on {me}: torch's store "
+            "cannot bind it, so the next job fails at start (address already in use)",
+            f"end that process on {me} (a job left over?), or give the job another --master-port",
+            [f"TCP port {master['port']} on {me}: held by {holder}"])]
     if outcome in (None, "open", "refused"):
         return []
     return [finding(
@@ -253,7 +261,8 @@ def judge(hosts: Dict[str, dict], master: dict) -> dict:
     findings = cluster_findings(hosts, master)
     for name, view in hosts.items():
         findings += host_findings(name, hosts, unreached[name])
-        findings += probe_findings(name, master, (view.get("probes") or {}).get("master"))
+        probes = view.get("probes") or {}
+        findings += probe_findings(name, master, probes.get("master"), probes.get("master_holder"))
     order = {"error": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: order.get(f["severity"], 3))
     verdicts = {name: verdict(name, [f for f in findings if f["host"] in (name, None)]) for name in hosts}

@@ -74,7 +74,23 @@ def choose_cluster_nic(host, nics_by_host, ifname=None, cluster_cidr=None, membe
             # The host's own address is in the network: it holds the peers when it holds every host.
             if membership.holds_all(_network(addr)):
                 matches.append((nic, addr))
+    if not matches:
+        _raise_if_down(host, own, membership)
     return _exactly_one(host, matches, nics_by_host, "whose network holds every other host")
+
+
+def _raise_if_down(host, own, membership):
+    """The cluster NIC is there, with its address, but down: say that, not "no NIC"."""
+    for nic in own:
+        if nic.get("up", True) or nic.get("loopback"):
+            continue
+        for addr in nic["ipv4"]:
+            if membership.holds_all(_network(addr)):
+                raise ClusterNicError(
+                    f"{host}'s cluster NIC {nic['name']} ({addr['address']}/{addr['prefix']}) is down "
+                    f"(cluster_nic_down): no traffic reaches the other hosts. Bring it up on {host} "
+                    f"(ip link set {nic['name']} up) and find why it went down (link, cable, driver, "
+                    "a network manager).")
 
 
 def _named(host, own, ifname, nics_by_host):

@@ -1,5 +1,5 @@
-"""What `ncclkit check` asks from one host: do its peers' host-name addresses answer a ping, and does
-a TCP connection to the rendezvous open.
+"""What `ncclkit check` asks from one host: do its peers' host-name addresses answer a ping, does
+a TCP connection to the rendezvous open, and (on the master) does a process already hold the rendezvous port.
 
 Standard library only, and runnable as a script (`python3 check_probe.py JSON`, or its text through
 `python3 -c`): nccl_preflight runs it through `raw`, because a module run costs every host about
@@ -9,6 +9,7 @@ The nccl_check module's probe step imports it.
 
 import errno
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -51,16 +52,54 @@ def connect(source, address, port, timeout=1.0):
         conn.close()
 
 
+def _listening_inodes(port):
+    """Socket inodes listening on TCP `port` (any address), from /proc/net/tcp and tcp6."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as stream:
+                rows = stream.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            # local address "ADDR:PORT" in hex; state 0A is LISTEN
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == int(port):
+                inodes.add(fields[9])
+    return inodes
+
+
+def holder(port):
+    """Who listens on TCP `port` on this host: "COMMAND (pid N)", "a process" when its pid cannot be
+    read, None when nothing listens. Before training nothing should: a listener is a stale process."""
+    inodes = _listening_inodes(port)
+    if not inodes:
+        return None
+    wanted = {"socket:[{}]".format(inode) for inode in inodes}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            for fd in os.listdir("/proc/{}/fd".format(pid)):
+                if os.readlink("/proc/{}/fd/{}".format(pid, fd)) in wanted:
+                    with open("/proc/{}/cmdline".format(pid), "rb") as stream:
+                        command = stream.read().replace(b"\0", b" ").decode(errors="replace").strip()
+                    return "{} (pid {})".format(command[:120] or "?", pid)
+        except OSError:
+            continue
+    return "a process"
+
+
 def probe(source, targets, master, timeout=1.0):
     """{"hostname": {peer: ping outcome of its first address, False without one}, "master": the
-    connection's outcome, None on the master itself or without a rendezvous}."""
+    connection's outcome, None on the master itself or without a rendezvous, "master_holder": on the
+    master, who already listens on the rendezvous port (None: nobody)}."""
     with ThreadPoolExecutor(max_workers=max(1, min(32, len(targets) + 1))) as pool:
         pings = {name: pool.submit(ping, addresses[0], timeout) if addresses else None
                  for name, addresses in targets.items()}
         on_master = not master.get("addr") or master["addr"] == source
         opened = None if on_master else pool.submit(connect, source, master["addr"], master["port"], timeout)
         return {"hostname": {name: (future.result() if future else False) for name, future in pings.items()},
-                "master": opened.result() if opened else None}
+                "master": opened.result() if opened else None,
+                "master_holder": holder(master["port"]) if master.get("addr") and on_master else None}
 
 
 def main(argv):

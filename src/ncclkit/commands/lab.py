@@ -51,6 +51,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="command and arguments, after -- (see ncclkit.cli)")
     run.set_defaults(handler=_guarded(_exec))
 
+    _register_fault(commands)
+
+
+def _register_fault(commands: argparse._SubParsersAction) -> None:
+    fault = commands.add_parser(
+        "fault", help="inject a fault into the lab as real clusters have it, clear it, list the kinds",
+        description="Break the lab the way real clusters break (a firewall rule, a link down, a stale "
+                    "process, ...) and undo exactly that. Lab only, root only.")
+    verbs = fault.add_subparsers(dest="fault_command", metavar="FAULT_COMMAND", required=True)
+    inject = verbs.add_parser("inject", help="inject fault KIND into one node")
+    inject.add_argument("kind", metavar="KIND", help="a kind `ncclkit lab fault list` shows")
+    inject.add_argument("--node", help="node1..nodeN (default: drawn at random; master kinds: node1)")
+    inject.add_argument("--seed", type=int, help="seed of the random parameters (default: drawn, and printed)")
+    _add_index(inject)
+    inject.add_argument("--json", action="store_true", help="print the fault's record as JSON")
+    inject.set_defaults(handler=_guarded(_fault_inject))
+    clear = verbs.add_parser("clear", help="undo every fault injected into the lab")
+    _add_index(clear)
+    clear.set_defaults(handler=_guarded(_fault_clear))
+    listing = verbs.add_parser("list", help="the kinds (expected effect, check and diagnose codes) and "
+                                            "what is injected now")
+    _add_index(listing)
+    listing.add_argument("--json", action="store_true", help="print kinds and injected faults as JSON")
+    listing.set_defaults(handler=_guarded(_fault_list))
+
 
 def _add_index(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", type=int, default=0, metavar="K",
@@ -67,6 +92,46 @@ def _guarded(handler):
                   else str(error), file=sys.stderr)
             return error.exit_code
     return run
+
+
+def _fault_inject(args: argparse.Namespace) -> int:
+    from ncclkit.lab.fault import inject
+    record = inject(_lab(args), args.kind, node=args.node, seed=args.seed)
+    if args.json:
+        print(json.dumps(record, indent=2))
+        return 0
+    params = ", ".join(f"{key}={value}" for key, value in record["params"].items())
+    print(f"injected {record['kind']} on {record['node']} (seed {record['seed']}{', ' + params if params else ''})")
+    if record["hook"]:
+        print("start the job on {} with: {}".format(
+            record["node"], " ".join(f"{key}={value}" for key, value in record["hook"].items())))
+    return 0
+
+
+def _fault_clear(args: argparse.Namespace) -> int:
+    from ncclkit.lab.fault import clear
+    cleared = clear(_lab(args))
+    print(f"lab {args.index}: cleared {len(cleared)} fault(s)"
+          + (": " + ", ".join(f"{r['kind']} on {r['node']}" for r in cleared) if cleared else ""))
+    return 0
+
+
+def _fault_list(args: argparse.Namespace) -> int:
+    from ncclkit.lab.fault import KINDS, injected
+    from ncclkit.lab.lab import Lab
+    lab = Lab(args.index)
+    now = injected(lab) if lab.state_dir.exists() else []
+    rows = [kind.as_row() for kind in KINDS.values()]
+    if args.json:
+        print(json.dumps({"kinds": rows, "injected": now}, indent=2))
+        return 0
+    print(f"{'KIND':<27} {'LAYER':<8} {'EFFECT':<7} {'CHECK':<21} DIAGNOSE")
+    for row in rows:
+        print(f"{row['kind']:<27} {row['layer']:<8} {row['effect']:<7} {row['check'] or '-':<21} "
+              f"{row['diagnose'] or '-'}{'  (NCCL only)' if row['nccl_only'] else ''}")
+    for record in now:
+        print(f"injected in lab {args.index}: {record['kind']} on {record['node']} {record['params']}")
+    return 0
 
 
 def _lab(args: argparse.Namespace):

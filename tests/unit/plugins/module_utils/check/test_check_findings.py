@@ -132,3 +132,16 @@ def test_kernel_log_unreadable_and_ecc():
     assert log["source"] == "journalctl" and log["xid"] and log["ecc"]
     log = ch.kernel_log(lambda argv, timeout: (1, "", "not permitted"))
     assert not log["readable"] and log["error"] == "not permitted"
+
+
+def test_a_stale_process_on_the_masters_rendezvous_port_is_an_error_naming_it():
+    hosts = lab(profile_files())
+    hosts["node1"]["probes"]["master_holder"] = "python3 train.py (pid 4242)"
+    hosts["node2"]["probes"]["master"] = "open"
+    result = cf.judge(hosts, {"addr": "198.19.150.11", "port": 29500, "source": "test"})
+    stale = [f for f in result["findings"] if f["code"] == "master_port_in_use"]
+    assert len(stale) == 1 and stale[0]["severity"] == "error" and stale[0]["host"] == "node1"
+    assert "pid 4242" in stale[0]["cause"] and "29500" in stale[0]["cause"] and "--master-port" in stale[0]["fix"]
+    assert not result["ready"]
+    hosts["node1"]["probes"]["master_holder"] = None
+    assert "master_port_in_use" not in codes(cf.judge(hosts, {"addr": "198.19.150.11", "port": 29500}))

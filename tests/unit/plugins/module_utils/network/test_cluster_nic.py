@@ -131,3 +131,12 @@ def test_cluster_nics_refuses_hosts_without_nics_and_non_string_settings():
         cluster_nics(hostvars, list(CLUSTER))
     with pytest.raises(AnsibleFilterError, match="nccl_preflight_cluster_cidr must be a string"):
         cluster_nics(hostvars_of(CLUSTER, node1={"nccl_preflight_cluster_cidr": ["10.0.0.0/8"]}), list(CLUSTER))
+
+
+def test_a_cluster_nic_that_is_down_is_named_as_such():
+    cluster = dict(CLUSTER, node2=[nic("lo", "127.0.0.1/8"), nic("eth0", "198.18.0.12/32", default_route=True),
+                                   nic("eth1", "198.19.0.12/24", up=False)])
+    assert choose_cluster_nic("node1", cluster)["ifname"] == "eth1"
+    with pytest.raises(ClusterNicError, match=r"node2's cluster NIC eth1 \(198.19.0.12/24\) is down "
+                                              r"\(cluster_nic_down\).*ip link set eth1 up"):
+        choose_cluster_nic("node2", cluster)

@@ -2,6 +2,7 @@
 itself out), the same code run as a script as nccl_preflight runs it, its plan and how the judge reads it."""
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -98,3 +99,17 @@ def test_the_judge_reads_the_scripts_line_through_a_terminal_and_fails_on_none()
     assert probes_of({}, "node1") == {}
     with pytest.raises(AnsibleFilterError, match="node1's probe printed no result: 'Traceback"):
         probes_of({"stdout": "Traceback (most recent call last):\r\n", "rc": 0}, "node1")
+
+
+def test_on_the_master_the_script_names_who_already_holds_the_rendezvous_port():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        held = run_script({"source": "127.0.0.1", "targets": {}, "master": {"addr": "127.0.0.1", "port": port}})
+    assert held["master"] is None   # the master does not dial itself
+    assert held["master_holder"].endswith(f"(pid {os.getpid()})"), held
+    free = run_script({"source": "127.0.0.1", "targets": {}, "master": {"addr": "127.0.0.1", "port": free_port()}})
+    assert free["master_holder"] is None
+    elsewhere = run_script({"source": "127.0.0.2", "targets": {}, "master": {"addr": "127.0.0.1", "port": port}})
+    assert elsewhere["master_holder"] is None   # only the master looks at its own port
