@@ -44,7 +44,8 @@ _TORCH_LABEL_RANK = re.compile(r"^rank(?P<rank>\d+)$")
 _RENDEZVOUS_START = re.compile(
     r"Initializing distributed: GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)"
     r"|Waiting in store based barrier to initialize process group"
-    r"|Rendezvous'ing worker group|\[c10d\] The client socket has|Starting elastic_operator")
+    r"|Rendezvous'ing worker group|\[c10d\] The (?:client|server) socket |\[c10d\] The hostname of the client socket"
+    r"|Starting elastic_operator")
 # After this the process group exists: the rendezvous is over.
 _RENDEZVOUS_DONE = ("All distributed processes registered", "Init COMPLETE", "Connected all rings",
                     "Rendezvous complete for workers", "peer ranks. Expected number of connected peer",
