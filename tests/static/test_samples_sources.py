@@ -16,6 +16,7 @@ TEXT = sorted(p for p in _OUTSIDE_CORPUS if p.suffix in (".txt", ".log"))
 OTHER = sorted(p for p in _OUTSIDE_CORPUS if p.is_file() and p.suffix not in (".txt", ".log")
                and p.name != "SOURCES.md")
 CASES = sorted(p for p in FAILURES.iterdir() if p.is_dir())
+RECORDED_ON_LAB = ("lab: ncclkit lab fault", "lab: healthy run of benchmarks/fault_job.py")
 SOURCES = (SAMPLES / "SOURCES.md").read_text()
 # A URL, a repository reference, or a recording: a date and the command.
 _NAMES_ORIGIN = re.compile(r"https?://\S+|github:\S+|public GitHub file|code-index id|"
@@ -46,8 +47,9 @@ def test_other_fixture_is_listed_with_its_source(path):
 def test_a_corpus_case_names_where_its_shape_comes_from(case):
     expected = json.loads((case / "expected.json").read_text())
     origin = expected.get("shape_from", "")
-    # "lab: ncclkit lab fault inject KIND ..." is a recording of benchmarks/fault_matrix.py (SOURCES.md).
-    assert _NAMES_ORIGIN.search(origin) or "written here" in origin or origin.startswith("lab: ncclkit lab fault"), \
+    # "lab: ncclkit lab fault inject KIND ..." and "lab: healthy run ...": recordings of benchmarks/fault_matrix.py
+    # (SOURCES.md).
+    assert _NAMES_ORIGIN.search(origin) or "written here" in origin or origin.startswith(RECORDED_ON_LAB), \
         f"{case.name}: shape_from names no thread URL, recording or 'written here'"
 
 
