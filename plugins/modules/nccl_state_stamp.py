@@ -12,11 +12,12 @@ description:
   - With O(state=check), reads the host's state live (the checksums of O(files), the MTU of
     O(interfaces), with O(nft) the hash of the nftables ruleset without counters) and compares it,
     and the digest of O(inputs), with the stamp recorded under O(name). Returns RV(converged) and,
-    when converged, the facts the stamp recorded as C(ansible_facts).
+    when converged, the facts the stamp recorded as RV(facts), for the role to set again with
+    C(set_fact) (a fact a module returns cannot replace one a C(set_fact) set earlier in the play).
   - With O(state=record), records the stamp: the inputs' digest, the live state read now and
     O(facts). Recording is the role's own bookkeeping, as a cache is: it reports no change.
-  - The stamp is C(/var/lib/ncclkit/state/<name>.json), mode 0600 in a 0700 folder; its facts must
-    hold no secret.
+  - The stamp is C(<folder>/<name>.json), mode 0600 (O(folder) defaults to C(/var/lib/ncclkit/state),
+    made 0700); its facts must hold no secret.
 version_added: 0.1.0
 author: ncclkit maintainers (!UNKNOWN)
 options:
@@ -53,7 +54,7 @@ options:
     type: dict
     default: {}
   folder:
-    description: Where stamps are kept (tests).
+    description: Where the stamp is kept (a role may keep it beside what it describes); made 0700 when missing.
     type: path
     default: /var/lib/ncclkit/state
 attributes:
@@ -87,6 +88,10 @@ path:
   description: The stamp's file.
   returned: always
   type: str
+facts:
+  description: The facts the stamp recorded.
+  returned: when converged
+  type: dict
 """
 
 import os
@@ -129,7 +134,7 @@ def main():
     converged, reason = state_stamp.judge(recorded, inputs, live)
     result.update(converged=converged, reason=reason)
     if converged:
-        result["ansible_facts"] = recorded.get("facts") or {}
+        result["facts"] = recorded.get("facts") or {}
     module.exit_json(**result)
 
 

@@ -33,10 +33,10 @@ def test_record_then_check(tmp_path, capsys):
 
     code, result = run(capsys, **common)
     assert result["converged"] is True
-    assert result["ansible_facts"] == {"ncclkit_nccl_env": {"NCCL_SOCKET_IFNAME": "eth1"}}
+    assert result["facts"] == {"ncclkit_nccl_env": {"NCCL_SOCKET_IFNAME": "eth1"}}
 
     code, result = run(capsys, **{**common, "inputs": {"env": {"NCCL_SOCKET_IFNAME": "eth0"}}})
-    assert result["converged"] is False and "ansible_facts" not in result
+    assert result["converged"] is False and "facts" not in result
 
     conf.unlink()
     code, result = run(capsys, **common)
