@@ -42,31 +42,41 @@ def _adopted(command: str) -> list[int]:
     return found
 
 
+def _subreaper(on: bool) -> None:
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
 class ControllerCpu:
-    """`with ControllerCpu() as cpu: subprocess.run(...)`; then `cpu.seconds`."""
+    """`with ControllerCpu() as cpu: subprocess.run(...)`; then `cpu.seconds`. This process is the
+    subreaper only inside the block, so that nothing started outside it (a lab's sshd) is adopted."""
 
     def __init__(self):
-        if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
         self.seconds = 0.0
 
     def __enter__(self):
+        _subreaper(True)
         self._before = _cpu_of_children()
         return self
 
     def __exit__(self, *exc):
+        stopped = []
         for pid in _adopted("ssh"):   # ControlPersist masters: stop them now, not in 60 s
             try:
                 os.kill(pid, signal.SIGTERM)
+                stopped.append(pid)
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                pid, dummy = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                time.sleep(0.05)
+        while stopped and time.monotonic() < deadline:
+            for pid in list(stopped):
+                try:
+                    done, dummy = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    done = pid
+                if done:
+                    stopped.remove(pid)
+            time.sleep(0.05)
+        _subreaper(False)
         self.seconds = _cpu_of_children() - self._before
         return False

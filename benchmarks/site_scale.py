@@ -6,9 +6,10 @@ Run as root from the checkout (the shared venv's python):
     python benchmarks/site_scale.py [--index 140] [--nodes 2 16 32] [--profile] [--cpu]
                                     [--baseline DIR | --baseline-rev REV]
 
-It brings up one lab per size at once (indices INDEX, INDEX+1, ...), then runs `site.yml` on
-them alternately (first run on every size, then the second run on every size), so that a load
-from other users of the machine falls on all sizes alike and the ratios are what to quote. Each
+For each size in turn it brings up one lab per code (indices INDEX, INDEX+1), runs `site.yml`
+on them alternately (the first run of each code, then the second run of each), and takes them
+down, so that a load from other users of the machine falls on both codes alike and the ratios
+between the codes are what to quote. Each
 run uses `forks` = the number of hosts; each second run must report changed=0. It prints the
 load average, a Markdown table (docs/benchmarks.md keeps one), the ratios to the smallest lab and
 the seconds per added host. --cpu measures the controller's CPU seconds of each run (the playbook,
@@ -136,44 +137,58 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ncclkit-site-bench-") as folder:
         base = baseline_checkout(args.baseline_rev, Path(folder)) if args.baseline_rev else args.baseline
         repos = {"this": REPO, **({"baseline": base.resolve()} if base else {})}
-        labs = [(label, repo, nodes, args.index + i)
-                for i, (label, repo, nodes) in enumerate((lb, r, n) for n in args.nodes for lb, r in repos.items())]
         try:
-            for dummy, repo, nodes, index in labs:
-                inventory = Path(folder) / f"hosts-{index}.yml"
-                lab(repo, "down", "--index", str(index))
-                up = lab(repo, "up", "--index", str(index), "--nodes", str(nodes), "--inventory", str(inventory))
-                if up.returncode:
-                    raise SystemExit(f"lab up --index {index} failed: {up.stderr.strip()}")
-            for which in ("first", "second"):
-                for label, repo, nodes, index in labs:
-                    result = site(repo, Path(folder) / f"hosts-{index}.yml", max(nodes, 5), args.profile,
-                                  args.extra_vars, args.cpu, args.acct)
-                    results[label, nodes, which] = result
-                    counts = result["per_host"].values()
-                    print(f"{label} {nodes} nodes {which} run: {result['seconds']:.1f} s rc {result['rc']} "
-                          f"changed {result['changed']} failed {result['failed']} "
-                          f"load {os.getloadavg()[0]:.1f} tasks per host (ok+skipped) "
-                          f"{min(counts, default=0)} to {max(counts, default=0)}", flush=True)
-                    if result["controller"] is not None:
-                        print(f"    controller CPU s: {result['controller']:.1f}")
-                    if result["cpu"]:
-                        print(f"    CPU s by accounting: controller {result['cpu'][0]:.1f}, "
-                              f"nodes {result['cpu'][1]:.1f}")
-                    for task, secs in result["tasks"]:
-                        print(f"    {secs}s  {task.strip()}")
-                    if result["tail"]:
-                        print(result["tail"])
+            # One size at a time (its labs up, the runs, its labs down): a size's figures are whole
+            # even if a later size does not finish, and fewer nodes share the machine at once.
+            for nodes in args.nodes:
+                labs = [(label, repo, args.index + i) for i, (label, repo) in enumerate(repos.items())]
+                try:
+                    for dummy, repo, index in labs:
+                        inventory = Path(folder) / f"hosts-{index}.yml"
+                        lab(repo, "down", "--index", str(index))
+                        up = lab(repo, "up", "--index", str(index), "--nodes", str(nodes), "--inventory",
+                                 str(inventory))
+                        if up.returncode:
+                            raise SystemExit(f"lab up --index {index} failed: {up.stderr.strip()}")
+                    for which in ("first", "second"):
+                        for label, repo, index in labs:
+                            results[label, nodes, which] = timed(label, repo, nodes, which, Path(folder)
+                                                                 / f"hosts-{index}.yml", args)
+                finally:
+                    for dummy, repo, index in labs:
+                        lab(repo, "down", "--index", str(index))
         finally:
-            for dummy, repo, dummy, index in labs:
-                lab(repo, "down", "--index", str(index))
             if args.baseline_rev:
                 drop_checkout(base)
-    print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    report(results, repos, args.nodes)
+            # Also when cut short: the sizes that finished.
+            print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+            report(results, repos, args.nodes)
+
+
+def timed(label: str, repo: Path, nodes: int, which: str, inventory: Path, args) -> dict:
+    """One run of site.yml, printed as it ends."""
+    result = site(repo, inventory, max(nodes, 5), args.profile, args.extra_vars, args.cpu, args.acct)
+    counts = result["per_host"].values()
+    print(f"{label} {nodes} nodes {which} run: {result['seconds']:.1f} s rc {result['rc']} "
+          f"changed {result['changed']} failed {result['failed']} "
+          f"load {os.getloadavg()[0]:.1f} tasks per host (ok+skipped) "
+          f"{min(counts, default=0)} to {max(counts, default=0)}", flush=True)
+    if result["controller"] is not None:
+        print(f"    controller CPU s: {result['controller']:.1f}", flush=True)
+    if result["cpu"]:
+        print(f"    CPU s by accounting: controller {result['cpu'][0]:.1f}, nodes {result['cpu'][1]:.1f}")
+    for task, secs in result["tasks"]:
+        print(f"    {secs}s  {task.strip()}")
+    if result["tail"]:
+        print(result["tail"])
+    return result
 
 
 def report(results: dict, repos: dict, sizes: list) -> None:
+    """The tables, over the sizes every code finished (a run cut short leaves its size out)."""
+    sizes = [n for n in sizes if all((label, n, which) in results for label in repos for which in ("first", "second"))]
+    if not sizes:
+        return
     print("| code | nodes | first run s | second run s | second run changed | rc (first, second) "
           "| controller CPU s (first, second) | host-tasks a host, first host (first run; second run) |")
     print("|---|---|---|---|---|---|---|---|")
