@@ -3,6 +3,7 @@ output kept as the run's log, and a fresh private data dir per run."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import shlex
@@ -159,11 +160,49 @@ def _interrupt(thread: threading.Thread, playbook_pid: list[int], cancel: thread
     try:
         _stop(thread, playbook_pid)
     finally:
+        if thread.is_alive() and playbook_pid:
+            # ansible-playbook did not stop in time: its workers run in sessions of their own, which
+            # no group kill reaches, and may still start their task's command. Stop them all.
+            _kill_tree(playbook_pid[0])
         cancel.set()  # what is left: ansible-runner kills ansible-playbook's process group
         thread.join(CANCEL_JOIN_S)
         if thread.is_alive():
             _kill_group(playbook_pid)
             thread.join(CANCEL_POLL_S)
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes under `pid` now, from /proc (Linux)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found, todo = [], list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(children.get(child, []))
+    return found
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL `pid` and everything under it. The tree is frozen first (SIGSTOP, until a look finds
+    nothing new), so that no process forks a child the kill would miss."""
+    frozen: set[int] = set()
+    for dummy in range(5):
+        new = [child for child in [pid, *_descendants(pid)] if child not in frozen]
+        if not new:
+            break
+        for each in new:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(each, signal.SIGSTOP)
+            frozen.add(each)
+    for each in frozen:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(each, signal.SIGKILL)
 
 
 def _kill_group(playbook_pid: list[int]) -> None:

@@ -118,6 +118,21 @@ def test_ctrl_c_stops_ansible_playbook_and_its_task_and_is_raised_again(tmp_path
     assert not _pids_of(f"sleep {duration}"), "the task's sleep outlived the interrupted play"
 
 
+def test_a_play_that_does_not_stop_in_time_leaves_no_task_running(tmp_path, monkeypatch):
+    """No grace at all: ansible-playbook cannot have stopped its workers, which run in sessions of
+    their own and may be about to start the task's command; ncclkit kills the whole tree."""
+    monkeypatch.setattr(runner, "STOP_GRACE_S", 0)
+    playbook = tmp_path / "sleep.yml"
+    playbook.write_text(SLEEPER)
+    duration = f"{int(time.time()) % 1000 + 300}.{uuid.uuid4().int % 10**6}"
+    outcome, seconds = _in_a_thread(lambda: run_playbook(
+        playbook, _inventory(tmp_path), project_dir=REPO_ROOT, extravars={"probe_sleep": duration},
+        on_event=_interrupt_at("Sleep")), runner.CANCEL_JOIN_S + 30)
+    assert isinstance(outcome.get("error"), KeyboardInterrupt), outcome
+    time.sleep(3)   # a worker that escaped would have started its sleep by now
+    assert not _pids_of(f"sleep {duration}"), "a task's command outlived the interrupted play"
+
+
 class _StuckRunner:
     """Stands in for an ansible-runner Runner that never ends, whatever its cancel flag says: the
     case the bounded stop exists for. Its 'ansible-playbook' is a real process group leader (a sleep
