@@ -9,15 +9,15 @@ DOCUMENTATION = r"""
 module: nccl_state_stamp
 short_description: Say whether a host is as a role left it, so that a converged host can skip the role's work
 description:
-  - With O(state=check), reads the host's state live (the checksums of O(files), the MTU of
+  - "With O(state=check), reads the host's state live (the checksums of O(files), the MTU of
     O(interfaces), with O(nft) the hash of the nftables ruleset without counters) and compares it,
     and the digest of O(inputs), with the stamp recorded under O(name). Returns RV(converged) and,
     when converged, the facts the stamp recorded as RV(facts), for the role to set again with
-    C(set_fact) (a fact a module returns cannot replace one a C(set_fact) set earlier in the play).
-  - With O(state=record), records the stamp: the inputs' digest, the live state read now and
-    O(facts). Recording is the role's own bookkeeping, as a cache is: it reports no change.
-  - The stamp is C(<folder>/<name>.json), mode 0600 (O(folder) defaults to C(/var/lib/ncclkit/state),
-    made 0700); its facts must hold no secret.
+    C(set_fact) (a fact a module returns cannot replace one a C(set_fact) set earlier in the play)."
+  - "With O(state=record), records the stamp (the inputs' digest, the live state read now and
+    O(facts)). Recording is the role's own bookkeeping, as a cache is, and reports no change."
+  - "The stamp is C(<folder>/<name>.json), mode 0600 (O(folder) defaults to C(/var/lib/ncclkit/state),
+    made 0700); its facts must hold no secret."
 version_added: 0.1.0
 author: ncclkit maintainers (!UNKNOWN)
 options:

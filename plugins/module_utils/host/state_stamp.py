@@ -43,6 +43,7 @@ def stamp_path(name: str, folder: str = STAMP_DIR) -> str:
 
 def file_state(path: str) -> str:
     """A file's content digest ("absent" if missing); a symlink also by where it points."""
+    target = None
     try:
         target = os.readlink(path) if os.path.islink(path) else None
         hasher = hashlib.sha256()
