@@ -83,7 +83,23 @@ def site(repo: Path, inventory: Path, forks: int, profile: bool, extra_vars: lis
     per_host = {m[0]: int(m[1]) + int(m[5]) for m in RECAP.findall(run.stdout)}
     return {"seconds": seconds, "rc": run.returncode, "changed": sum(recap.values()), "failed": failed,
             "hosts": len(recap), "tasks": tasks[:8], "tail": failure(run.stdout) if run.returncode else "",
-            "per_host": per_host, "cpu": split, "controller": controller.seconds if cpu else None}
+            "per_host": per_host, "cpu": split, "controller": controller.seconds if cpu else None,
+            # A host other than the first (which also runs the run_once tasks).
+            "by_play": tasks_by_play(run.stdout, "node2")}
+
+
+def tasks_by_play(stdout: str, host: str) -> list:
+    """(play, the host-tasks `host` ran in it), counted as the recap counts them: a task's result (ok,
+    changed, failed, skipped; a loop's items are one), an include's."""
+    counts: list = []
+    for line in stdout.splitlines():
+        play = re.match(r"PLAY \[(.*)\] \*", line)
+        if play:
+            counts.append([play.group(1), 0])
+        elif counts and "(item=" not in line and (re.match(rf"(ok|changed|skipping|fatal): \[{re.escape(host)}\]", line)
+                         or re.match(rf"included: .* for .*\b{re.escape(host)}\b", line)):
+            counts[-1][1] += 1
+    return [(play, count) for play, count in counts if count]
 
 
 def failure(stdout: str) -> str:
@@ -178,6 +194,7 @@ def timed(label: str, repo: Path, nodes: int, which: str, inventory: Path, args)
           f"{min(counts, default=0)} to {max(counts, default=0)}", flush=True)
     if result["controller"] is not None:
         print(f"    controller CPU s: {result['controller']:.1f}", flush=True)
+    print("    node2's host-tasks by play: " + ", ".join(f"{play} {count}" for play, count in result["by_play"]))
     if result["cpu"]:
         print(f"    CPU s by accounting: controller {result['cpu'][0]:.1f}, nodes {result['cpu'][1]:.1f}")
     for task, secs in result["tasks"]:

@@ -31,3 +31,27 @@ def test_per_added_host_and_a_size_cut_short(capsys):
     assert "| this | 16 | second | 4.44x | 4.43 | 2.00 | 74 |" in out   # (37 - 9) / 14 CPU s a host
     assert "| this | 16 | first | 4.50x | 5.00 | 3.00 | 76 |" in out
     assert "| this | 32 |" not in out
+
+
+OUTPUT = """PLAY [Find out what each host has] *********
+TASK [Read] ****
+ok: [node1]
+ok: [node2]
+TASK [Plan] ****
+ok: [node1]
+PLAY [Write the profile] *********
+TASK [Include] ****
+included: /x/plan.yml for node1, node2
+TASK [Loop] ****
+skipping: [node2] => (item=a)
+skipping: [node2] => (item=b)
+skipping: [node2]
+changed: [node1]
+TASK [Fail] ****
+fatal: [node2]: FAILED! => msg: no
+"""
+
+
+def test_tasks_by_play_counts_as_the_recap_does():
+    assert site_scale.tasks_by_play(OUTPUT, "node2") == [("Find out what each host has", 1), ("Write the profile", 3)]
+    assert site_scale.tasks_by_play(OUTPUT, "node1") == [("Find out what each host has", 2), ("Write the profile", 2)]
