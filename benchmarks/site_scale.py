@@ -4,7 +4,7 @@ per added host and the host-tasks a host, for the first and the second (converge
 
 Run as root from the checkout (the shared venv's python):
     python benchmarks/site_scale.py [--index 140] [--nodes 2 16 32] [--profile] [--cpu]
-                                    [--baseline DIR | --baseline-rev REV]
+                                    [--baseline DIR | --baseline-rev REV] [--baseline-nodes N...]
 
 For each size in turn it brings up one lab per code (indices INDEX, INDEX+1), runs `site.yml`
 on them alternately (the first run of each code, then the second run of each), and takes them
@@ -144,6 +144,8 @@ def main() -> None:
     baseline.add_argument("--baseline", type=Path, help="another checkout to time alternately with this one")
     baseline.add_argument("--baseline-rev", metavar="REV",
                           help="a commit of this repository to time alternately with this checkout (e.g. HEAD~1)")
+    parser.add_argument("--baseline-nodes", type=int, nargs="+", metavar="N",
+                        help="the sizes the baseline runs at (default: every size of --nodes)")
     parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="NAME=VALUE",
                         help="ansible-playbook's -e for every run (e.g. a looser link gate: the lab's links "
                              "share the controller's cores, so at 16 nodes iperf3 measures CPU shares)")
@@ -160,7 +162,8 @@ def main() -> None:
             # One size at a time (its labs up, the runs, its labs down): a size's figures are whole
             # even if a later size does not finish, and fewer nodes share the machine at once.
             for nodes in args.nodes:
-                labs = [(label, repo, args.index + i) for i, (label, repo) in enumerate(repos.items())]
+                labs = [(label, repo, args.index + i) for i, (label, repo) in enumerate(repos.items())
+                        if label == "this" or not args.baseline_nodes or nodes in args.baseline_nodes]
                 try:
                     for dummy, repo, index in labs:
                         inventory = Path(folder) / f"hosts-{index}.yml"
@@ -205,27 +208,28 @@ def timed(label: str, repo: Path, nodes: int, which: str, inventory: Path, args)
 
 
 def report(results: dict, repos: dict, sizes: list) -> None:
-    """The tables, over the sizes every code finished (a run cut short leaves its size out)."""
-    sizes = [n for n in sizes if all((label, n, which) in results for label in repos for which in ("first", "second"))]
-    if not sizes:
+    """The tables, per code over the sizes it finished (a run cut short leaves its size out)."""
+    done = {label: [n for n in sizes if all((label, n, which) in results for which in ("first", "second"))]
+            for label in repos}
+    if not any(done.values()):
         return
     print("| code | nodes | first run s | second run s | second run changed | rc (first, second) "
           "| controller CPU s (first, second) | host-tasks a host, first host (first run; second run) |")
     print("|---|---|---|---|---|---|---|---|")
     for label in repos:
-        for nodes in sizes:
+        for nodes in done[label]:
             first, second = results[label, nodes, "first"], results[label, nodes, "second"]
             cpu = (f"{first['controller']:.1f}, {second['controller']:.1f}" if first["controller"] is not None
                    else "")
             tasks = "; ".join("{}, {}".format(*host_tasks(run)) for run in (first, second))
             print(f"| {label} | {nodes} | {first['seconds']:.1f} | {second['seconds']:.1f} | {second['changed']} "
                   f"| {first['rc']}, {second['rc']} | {cpu} | {tasks} |")
-    small = min(sizes)
     print("| code | nodes | run | wall ratio to the smallest | wall s per added host "
           "| controller CPU s per added host | host-tasks a host |")
     print("|---|---|---|---|---|---|---|")
     for label in repos:
-        for nodes in (n for n in sizes if n != small):
+        small = min(done[label], default=0)
+        for nodes in (n for n in done[label] if n != small):
             for which in ("first", "second"):
                 little, big = results[label, small, which], results[label, nodes, which]
                 added = nodes - small
@@ -237,7 +241,7 @@ def report(results: dict, repos: dict, sizes: list) -> None:
                     split = [(b - a) / added for b, a in zip(big["cpu"], little["cpu"], strict=True)]
                     print(f"    accounting's CPU s per added host: controller {split[0]:.2f}, nodes {split[1]:.2f}")
     if "baseline" in repos:
-        for nodes in sizes:
+        for nodes in sorted(set(done["this"]) & set(done["baseline"])):
             for which in ("first", "second"):
                 this, before = results["this", nodes, which], results["baseline", nodes, which]
                 if this["controller"] is not None and before["controller"]:
