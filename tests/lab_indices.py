@@ -37,6 +37,8 @@ LAB_INDICES: dict[str, tuple[int, ...]] = {
     "tests/roles/cloud_aws/test_aws_check_lab.py": (102,),
     "tests/roles/cloud_autodl/test_autodl_lab.py": (120,),
     "tests/roles/cloud_alibaba/test_mtu_lab.py": (130,),
+    "tests/lab/test_converged_repair_lab.py": (132,),
+    "benchmarks/site_scale.py (as docs/benchmarks.md runs it: this code and the baseline)": (140, 141),
     "ncclkit check's lab work (kept for its next tests)": (150, 153),
     "tests/lab/test_check_lab.py": (151,),
     "benchmarks/check_speed.py (as docs/benchmarks.md runs it)": (152,),

@@ -3,6 +3,7 @@ output kept as the run's log, and a fresh private data dir per run."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import shlex
@@ -15,7 +16,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import ansible_runner
+from ansible_runner.interface import init_runner
+
+from ncclkit.ansible_settings import added_settings, config_file
 
 # Events a person wants to see while a play runs; the rest are noise for progress.
 PROGRESS_EVENTS = {
@@ -35,6 +38,9 @@ STATS_KEYS = ("ok", "changed", "failures", "dark", "skipped", "rescued", "ignore
 # sessions of their own: only ansible-playbook stops them).
 CANCEL_POLL_S = 0.5
 STOP_GRACE_S = 10
+# After the cancel: ansible-runner sees the flag within CANCEL_POLL_S, kills the process group and
+# reads the last output for up to 5 s. Past this bound ncclkit kills the group itself and returns.
+CANCEL_JOIN_S = 8
 
 
 @dataclass
@@ -95,9 +101,9 @@ def run_playbook(
             unreachable[data.get("host")] = str(data.get("res", {}).get("msg", "")).strip()
         return False  # keep no job_events files: the queue carries them
 
-    runner = None
+    runner = thread = None
     try:
-        thread, runner = ansible_runner.run_async(
+        runner = init_runner(
             private_data_dir=private_data_dir,
             project_dir=str(project_dir),
             playbook=str(Path(playbook).resolve()),
@@ -115,17 +121,18 @@ def run_playbook(
             settings={"pexpect_timeout": CANCEL_POLL_S},
             envvars=_ansible_env(Path(project_dir)),
         )
+        # A daemon: a runner thread that never ends cannot keep ncclkit from exiting after Ctrl-C.
+        thread = threading.Thread(target=runner.run, name="ansible-runner", daemon=True)
         try:
+            thread.start()
             _drain(events, thread, on_event)
         except KeyboardInterrupt:
-            _stop(thread, playbook_pid)
-            cancel.set()  # what is left: ansible-runner kills ansible-playbook's process group
-            thread.join()
+            _interrupt(thread, playbook_pid, cancel)
             raise
         return PlaybookResult(rc=runner.rc, status=runner.status, stats=stats, failures=failures,
                               unreachable=unreachable)
     finally:
-        if keep_log and runner is not None and Path(runner.config.artifact_dir, "stdout").is_file():
+        if keep_log and thread is not None and Path(runner.config.artifact_dir, "stdout").is_file():
             keep_log(Path(runner.config.artifact_dir, "stdout"))
         shutil.rmtree(private_data_dir, ignore_errors=True)
 
@@ -138,9 +145,76 @@ def _ansible_env(project_dir: Path) -> dict:
            "PWD": os.getcwd(),
            # The output is kept as the run's log, a file: no terminal colour codes in it.
            "ANSIBLE_NOCOLOR": "1"}
-    if (project_dir / "ansible.cfg").is_file():
-        env["ANSIBLE_CONFIG"] = str((project_dir / "ansible.cfg").resolve())
+    # ansible-playbook starts in the project folder: the configuration it would have found from the
+    # caller's folder is named to it, and the connection settings it leaves unset are added.
+    config = config_file(project_dir)
+    if config is not None:
+        env["ANSIBLE_CONFIG"] = str(config)
+    env.update(added_settings(config))
     return env
+
+
+def _interrupt(thread: threading.Thread, playbook_pid: list[int], cancel: threading.Event) -> None:
+    """Stop the play after Ctrl-C, in bounded time: ansible-playbook's own stop, then ansible-runner's
+    kill of its process group, then ncclkit's. A second Ctrl-C meanwhile still sets the cancel."""
+    try:
+        _stop(thread, playbook_pid)
+    finally:
+        if thread.is_alive() and playbook_pid:
+            # ansible-playbook did not stop in time: its workers run in sessions of their own, which
+            # no group kill reaches, and may still start their task's command. Stop them all.
+            _kill_tree(playbook_pid[0])
+        cancel.set()  # what is left: ansible-runner kills ansible-playbook's process group
+        thread.join(CANCEL_JOIN_S)
+        if thread.is_alive():
+            _kill_group(playbook_pid)
+            thread.join(CANCEL_POLL_S)
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes under `pid` now, from /proc (Linux)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found, todo = [], list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(children.get(child, []))
+    return found
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL `pid` and everything under it. The tree is frozen first (SIGSTOP, until a look finds
+    nothing new), so that no process forks a child the kill would miss."""
+    frozen: set[int] = set()
+    for dummy in range(5):
+        new = [child for child in [pid, *_descendants(pid)] if child not in frozen]
+        if not new:
+            break
+        for each in new:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(each, signal.SIGSTOP)
+            frozen.add(each)
+    for each in frozen:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(each, signal.SIGKILL)
+
+
+def _kill_group(playbook_pid: list[int]) -> None:
+    """SIGKILL ansible-playbook's process group: ansible-runner starts it in a session of its own, so
+    the group's id is its pid (a pid that leads no group is no longer ansible-playbook's)."""
+    if not playbook_pid:
+        return
+    try:
+        if os.getpgid(playbook_pid[0]) == playbook_pid[0]:
+            os.killpg(playbook_pid[0], signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _stop(thread: threading.Thread, playbook_pid: list[int]) -> None:

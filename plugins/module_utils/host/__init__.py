@@ -8,4 +8,6 @@
 - container: what a container lets the host change, and what NCCL needs from it.
 - sysctl: which sysctl file decides a key at boot.
 - summary: nccl_preflight's one-line summary of a host.
+- state_stamp: a role's record of a converged host (inputs' digest, live file checksums, MTUs,
+  the nftables ruleset's hash, its facts) and whether the host still matches it.
 """
