@@ -20,6 +20,8 @@ description:
     made 0700); its facts must hold no secret."
 version_added: 0.1.0
 author: ncclkit maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ncclkit.cluster.attributes
 options:
   name:
     description: The stamp's name (letters, digits, C(_), C(.), C(-)), usually the role's.
@@ -59,10 +61,8 @@ options:
     default: /var/lib/ncclkit/state
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
 
