@@ -101,7 +101,9 @@ def signalled_run(lab, tmp_path, sig: int, timeout_s: int) -> tuple[int, str, di
     return pid, said, gloo_run(report)
 
 
-@pytest.mark.xfail(strict=False, reason="after this round's diagnosis merge the live run's report put the timeout line before the engine's hang_in_collective once (the recorded logs of the same fault still give it first); open, see the closing note")
+@pytest.mark.xfail(strict=False, reason=(
+    "after the diagnosis merge the live run's report put the timeout line before the engine's "
+    "hang_in_collective once; the recorded logs of the same fault still give it first"))
 def test_a_stopped_rank_is_caught_by_the_timeout_with_its_evidence(lab, tmp_path):
     stopped, said, run = signalled_run(lab, tmp_path, signal.SIGSTOP, 30)
     assert run["timed_out"] and not run["passed"]
