@@ -5,7 +5,6 @@ findings where the engine has nothing to go on (a script missing, a timeout, pro
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from ncclkit.paths import module_utils
@@ -16,39 +15,25 @@ _log = module_utils("diagnosis.log")
 _root_cause = module_utils("diagnosis.root_cause")
 FIX_COLLECTIVE, FIX_FAILED = _root_cause.FIX_COLLECTIVE, _root_cause.FIX_FAILED
 
-# The last line of a Python traceback: "ValueError: bad batch", "torch.OutOfMemoryError: ...".
-EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning)|[A-Z]\w*Error)"
-                            r"(?::\s*(?P<text>.*))?$")
-LAUNCHER_EXCEPTIONS = ("torch.distributed.elastic.", "SignalException", "ChildFailedError")
+_lines = module_utils("diagnosis.lines")
+_exceptions = module_utils("diagnosis.exceptions")
 DEATH_CODES = ("rank_exception", "rank_failed", "rank_killed", "cuda_oom", "oom_killed")
-# torch.distributed's own prefix on a rank's traceback lines: "[rank1]: ValueError: ...".
-TORCH_RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s?")
 _STOPPED = {"T": "stopped (SIGSTOP, a debugger or Ctrl-Z)", "t": "stopped by a tracer",
             "D": "in an uninterruptible wait (I/O or the driver)", "Z": "a zombie (exited, not reaped)"}
 
 
 class TracebackTracker:
-    """Per rank, the exception its last traceback ended with (quoted as the rank printed it)."""
+    """Per rank, the exception its last traceback ended with, quoted as the rank printed it: the
+    diagnosis engine's own traceback reader (diagnosis.exceptions) fed line by line as the job runs."""
 
     def __init__(self):
-        self.inside: dict = {}
+        self._reader = _exceptions.Tracebacks()
         self.last: dict = {}
 
     def add(self, key, text: str) -> None:
-        prefixed = TORCH_RANK_PREFIX.match(text)
-        text = TORCH_RANK_PREFIX.sub("", text, count=1)
-        if text.startswith("Traceback (most recent call last):"):
-            self.inside[key] = "prefixed" if prefixed else "plain"
-            return
-        mode = self.inside.get(key)
-        if not mode or (mode == "prefixed" and not prefixed) or not text or text[0].isspace():
-            return  # the rank's other stream (stdout) interleaves with the traceback on stderr
-        match = EXCEPTION_LINE.match(text.strip())
-        if match and match.group("type").startswith(LAUNCHER_EXCEPTIONS):
-            self.inside[key] = None  # torchrun's own report of the failure, not the rank's cause
-        elif match:
-            self.last[key] = text.strip()[:500]
-            self.inside[key] = None
+        found = self._reader.feed(_lines.parse_line(0, text), repr(key))
+        if found:
+            self.last[key] = found["exception"]
 
 
 def forensics_lines(samples: dict, stall: dict | None) -> list[str]:
