@@ -21,7 +21,8 @@ job() { # kind action [node1 env...]
   for r in 0 1; do
     local log=$w/h200-$kind-node$r.log extra=""
     [ "$r" = 1 ] && extra="$*"
-    local cmd="env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_RAS_ENABLE=1 GLOO_SOCKET_IFNAME=lo TORCH_NCCL_ASYNC_ERROR_HANDLING=1 FAULT_JOB=$action FAULT_RANK=1 $([ "$action" = desync ] && echo TORCH_DISTRIBUTED_DEBUG=DETAIL) $extra $py -m torch.distributed.run --nnodes 2 --node-rank $r --nproc-per-node 1 --master-addr 127.0.0.1 --master-port $port $here/h200_fault_job.py"
+    local cmd
+    cmd="env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_RAS_ENABLE=1 GLOO_SOCKET_IFNAME=lo TORCH_NCCL_ASYNC_ERROR_HANDLING=1 FAULT_JOB=$action FAULT_RANK=1 $([ "$action" = desync ] && echo TORCH_DISTRIBUTED_DEBUG=DETAIL) $extra $py -m torch.distributed.run --nnodes 2 --node-rank $r --nproc-per-node 1 --master-addr 127.0.0.1 --master-port $port $here/h200_fault_job.py"
     echo "# recorded $(date -u +%F) on one H200 by benchmarks/h200_fault_kinds.sh (node$r; $kind: FAULT_JOB=$action in rank 1 at step 20): $cmd" > "$log"
     # shellcheck disable=SC2016,SC2086
     setsid unshare --uts sh -c 'hostname "node$0" && exec "$@"' "$r" $cmd >> "$log" 2>&1 &

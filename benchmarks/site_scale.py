@@ -88,6 +88,13 @@ def site(repo: Path, inventory: Path, forks: int, profile: bool, extra_vars: lis
             "by_play": tasks_by_play(run.stdout, "node2")}
 
 
+def _counts_for(host: str, line: str) -> bool:
+    """Whether one line of play output is a task result (or an include) on that host."""
+    name = re.escape(host)
+    return bool(re.match(rf"(ok|changed|skipping|fatal): \[{name}\]", line)
+                or re.match(rf"included: .* for .*\b{name}\b", line))
+
+
 def tasks_by_play(stdout: str, host: str) -> list:
     """(play, the host-tasks `host` ran in it), counted as the recap counts them: a task's result (ok,
     changed, failed, skipped; a loop's items are one), an include's."""
@@ -96,8 +103,7 @@ def tasks_by_play(stdout: str, host: str) -> list:
         play = re.match(r"PLAY \[(.*)\] \*", line)
         if play:
             counts.append([play.group(1), 0])
-        elif counts and "(item=" not in line and (re.match(rf"(ok|changed|skipping|fatal): \[{re.escape(host)}\]", line)
-                         or re.match(rf"included: .* for .*\b{re.escape(host)}\b", line)):
+        elif counts and "(item=" not in line and _counts_for(host, line):
             counts[-1][1] += 1
     return [(play, count) for play, count in counts if count]
 
