@@ -98,7 +98,8 @@ def desync_finding(timeouts: List[dict], ranks: Dict[int, dict]) -> Optional[dic
     """collective_desync when the watchdog timeouts of different ranks name different collectives."""
     first: Dict[int, dict] = {}
     for timeout in timeouts:
-        if timeout["rank"] is not None and timeout["rank"] not in first:
+        # Gloo's timeouts name no collective: they cannot disagree.
+        if timeout["rank"] is not None and timeout["rank"] not in first and timeout["seq"] is not None:
             first[timeout["rank"]] = timeout
     if len(first) < 2:
         return None

@@ -36,8 +36,11 @@ _NOT_OWN_TYPES = ("DistBackendError", "DistNetworkError", "DistStoreError", "Dis
                   "RendezvousClosedError", "RendezvousTimeoutError", "RendezvousConnectionError",
                   "RendezvousStateError", "ConnectionResetError", "BrokenPipeError", "ConnectionRefusedError",
                   "ConnectionAbortedError", "TimeoutError", "CalledProcessError")
-# Words of a message that is about the communication layer (its rules say what it means).
-_NOT_OWN_WORDS = ("NCCL", "nccl", "Gloo", "gloo", "ProcessGroup", "Watchdog", "TCPStore", "c10d", "closed by peer",
+# Words of a message that is about the communication layer (its rules say what it means). NCCL's and
+# Gloo's names count as words only (ncclInternalError, ProcessGroupNCCL, .../gloo/transport/...): a path
+# or a name that merely holds them (/opt/ncclkit/..., nccl-tests) is the program's own business.
+_NOT_OWN_NAMES = re.compile(r"NCCL|\bnccl(?:[A-Z]|\b(?!-))|Gloo|\bgloo\b")
+_NOT_OWN_WORDS = ("ProcessGroup", "Watchdog", "TCPStore", "c10d", "closed by peer",
                   "Connection reset", "Connection closed", "Broken pipe", "Socket Timeout", "timed out",
                   "Timed out", "communicator", "Rendezvous", "rendezvous", "store_based_barrier",
                   "Connection refused", "SIGTERM", "SIGKILL", "received signal", "Address already in use",
@@ -59,7 +62,8 @@ def classify(exc_type: str, message: str) -> Optional[str]:
     text = f"{exc_type}: {message}"
     if any(word in text for word in _OOM_WORDS):
         return "cuda_oom"
-    if exc_type.rsplit(".", 1)[-1] in _NOT_OWN_TYPES or any(word in text for word in _NOT_OWN_WORDS):
+    if exc_type.rsplit(".", 1)[-1] in _NOT_OWN_TYPES or any(word in text for word in _NOT_OWN_WORDS) \
+            or _NOT_OWN_NAMES.search(text):
         return None
     return "rank_exception"
 

@@ -40,6 +40,11 @@ _OOM = re.compile(r"[Oo]ut of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<com
 _WATCHDOG = re.compile(r"(?:\bRank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: "
                        r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel>-?\d+))?")
 _TORCH_LABEL_RANK = re.compile(r"^rank(?P<rank>\d+)$")
+# Gloo's collective timeout (torch's Gloo backend, also barriers and object collectives):
+# "[.../gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 60000ms for recv operation to complete"
+_GLOO_TIMEOUT = re.compile(r"Timed out waiting (?P<ms>\d+) ?ms for (?P<op>recv|send) operation to complete")
+# Lightning's announcement of a rank and the world size: "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2"
+_ANNOUNCE = re.compile(r"GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)")
 # The distributed start as torch and Lightning announce it, before any communicator exists.
 _RENDEZVOUS_START = re.compile(
     r"Initializing distributed: GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)"
@@ -59,7 +64,8 @@ _FORENSICS_RAS = "ncclkit-forensics: ras: "
 # (The rendezvous' start markers are looked for only while no rendezvous is known: see watching().)
 MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on signal", "srun: error:",
            "Process name: [[", "Exit code:", "OOMKilled", "Name:", "memory:",
-           "(exitcode: ", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL") + _RENDEZVOUS_DONE
+           "(exitcode: ", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL", "Timed out waiting",
+           "GLOBAL_RANK: ") + _RENDEZVOUS_DONE
 
 # States of a process that cannot make progress in a collective.
 STUCK_STATES = {"T": "stopped (SIGSTOP or a debugger)", "t": "stopped by a tracer",
@@ -84,7 +90,8 @@ class JobEvidence:
         self.init_done_hosts: Dict[str, dict] = {}  # host -> origin of its first init-complete line
         self.init_started = False
         self.deaths: List[dict] = []              # {rank?, host?, pid?, signal?, exitcode?, how, origin}
-        self.timeouts: List[dict] = []            # {rank?, host?, seq, op, origin}
+        self.timeouts: List[dict] = []            # {rank?, host?, seq (None for Gloo), op, origin}
+        self.announced: Dict[int, dict] = {}      # rank -> origin of the line that announced it (Lightning)
         self.rendezvous: Optional[dict] = None    # origin of the first rendezvous-start line
         self.rendezvous_done = False
         self.forensics: List[dict] = []           # {rank, host, pid, state, wchan, origin}
@@ -125,6 +132,10 @@ class JobEvidence:
             self._match_death(_OOM, text, origin, "oom")
         elif "Watchdog caught" in text:
             self._watchdog(line, origin)
+        elif "Timed out waiting" in text:
+            self._gloo_timeout(line, origin)
+        if "GLOBAL_RANK: " in text:
+            self._announce(text, origin)
         if not self.rendezvous_done:
             if any(marker in text for marker in _RENDEZVOUS_DONE):
                 self.rendezvous_done = True
@@ -270,6 +281,24 @@ class JobEvidence:
         self.timeouts.append({"rank": int(rank) if rank is not None else None, "host": line.host,
                               "seq": int(match.group("seq")), "op": match.group("op"),
                               "numel_in": int(numel) if numel is not None else None, "origin": origin()})
+
+    def _gloo_timeout(self, line, origin) -> None:
+        # Gloo names no collective or sequence number: one timeout per rank (its traceback repeats it).
+        match = _GLOO_TIMEOUT.search(line.text)
+        if not match:
+            return
+        label = _TORCH_LABEL_RANK.match(line.label or "")
+        rank = int(label.group("rank")) if label else None
+        if rank is not None and any(t["rank"] == rank for t in self.timeouts):
+            return
+        self.timeouts.append({"rank": rank, "host": line.host, "seq": None, "op": f"a Gloo {match.group('op')}",
+                              "numel_in": None, "origin": origin()})
+
+    def _announce(self, text, origin) -> None:
+        match = _ANNOUNCE.search(text)
+        if match and int(match.group("rank")) not in self.announced:
+            self.announced[int(match.group("rank"))] = origin()
+            self.world = max(self.world, int(match.group("world")))
 
     def _forensic(self, text, origin) -> None:
         if _FORENSICS_RAS in text:

@@ -53,6 +53,7 @@ from .rules import (
     version_findings,
 )
 from .compare import dumps_desync_finding
+from .file_names import file_host, file_rank
 from .flight_recorder import FlightRecorderError, compare_dumps, dumps_desync, looks_like_pickle, read_dump
 from .job import MARKERS as JOB_MARKERS
 from .job import JobEvidence
@@ -89,7 +90,6 @@ _LINE_ANCHORS = anchors(_MARKERS)
 _LINE_PAIRS = anchors(_MARKERS, 2)
 _COMM_RANK = re.compile(r"\bcomm \S+ rank (?P<rank>\d+) n[Rr]anks \d+")
 _LABEL_RANK = re.compile(r"^(?:rank|\d+,)?(?P<rank>\d+)$")
-_FILE_RANK = re.compile(r"(?:^|[^a-z])rank[_\-.]?(?P<rank>\d+)(?!\d)", re.I)
 
 
 def read_nccl_log(data, cluster_cidr=None, cluster_ips=None, expected_transport: str = "any",
@@ -449,7 +449,10 @@ class _Log:
 
         def settle(label, source=None):
             named = self.source_hosts.get(source, ())
-            return self.label_hosts.get(label) or (next(iter(named)) if len(named) == 1 else fallback)
+            return (self.label_hosts.get(label) or (next(iter(named)) if len(named) == 1 else None)
+                    or file_host(source, self.hosts) or fallback)
+
+        self._place_announced(settle)
 
         for (version, label, source), origin in self.loose_versions.items():
             host = settle(label, source)
@@ -524,8 +527,26 @@ class _Log:
         ranks = self.source_ranks.get(source)
         if ranks and len(ranks) == 1:
             return next(iter(ranks))
-        match = _FILE_RANK.search(os.path.basename(source or ""))
-        return int(match.group("rank")) if match else None
+        return file_rank(source)
+
+    def _place_announced(self, settle) -> None:
+        """Ranks the job announced in a file (Lightning's GLOBAL_RANK line) run on that file's host; a
+        Gloo timeout in a file of one rank is that rank's."""
+        job = self.job
+        for rank, origin in job.announced.items():
+            source = origin.get("source")
+            ranks = self.source_ranks.setdefault(source, set())
+            if len(ranks) < 2:
+                ranks.add(rank)
+            host = settle(None, source)
+            if rank not in job.ranks and host not in (None, UNKNOWN_HOST):
+                job.ranks[rank] = {"host": host, "pid": None, "nranks": job.world}
+        for timeout in job.timeouts:
+            source = (timeout.get("origin") or {}).get("source")
+            if timeout["rank"] is None and len(self.source_ranks.get(source, ())) == 1:
+                timeout["rank"] = next(iter(self.source_ranks[source]))
+            if timeout["host"] is None:
+                timeout["host"] = settle(None, source)
 
     def _failed_rank(self, source: str) -> Optional[int]:
         """The one rank a launcher in this file reports exiting with an error code (its traceback's)."""

@@ -342,8 +342,9 @@ def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) ->
         return None
     if job.init_started and not job.init_done_hosts:
         return None  # no communicator finished init: not a collective hang
-    if job.timeouts and not job.init_done_hosts and min(t["seq"] for t in job.timeouts) <= 1:
-        return None  # the first collective is where NCCL connects: this may be the network
+    if job.timeouts and not job.init_done_hosts and min(t["seq"] if t["seq"] is not None else 2
+                                                        for t in job.timeouts) <= 1:
+        return None  # the first collective is where NCCL connects: this may be the network (Gloo connects before)
     reasons, rank, host, origin = [], None, None, None
     if stuck:
         item = stuck[0]
@@ -371,9 +372,11 @@ def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) ->
         first = job.timeouts[0]
         origin = origin or first["origin"]
         ranks_out = sorted({t["rank"] for t in job.timeouts if t["rank"] is not None})
-        timeout_text = (f"; rank(s) {', '.join(map(str, ranks_out)) or '?'} timed out in {first['op']} "
-                        f"(SeqNum {first['seq']})")
-        known = set(job.ranks) or set(range(job.world))
+        timeout_text = (f"; rank(s) {', '.join(map(str, ranks_out)) or '?'} timed out in {first['op']}"
+                        + (f" (SeqNum {first['seq']})" if first["seq"] is not None else ""))
+        # The ranks whose own lines are in the logs (NCCL's init, Lightning's announcement): a rank whose
+        # log is missing is not taken for a silent one.
+        known = (set(job.ranks) | set(job.announced)) or set(range(job.world))
         silent = sorted(known - set(ranks_out))
         if rank is None and ranks_out and len(silent) >= 1 and len(silent) < len(known):
             rank = silent[0]

@@ -7,6 +7,7 @@ import gzip
 import pytest
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.exceptions import classify
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.file_names import file_host, file_rank
 from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.lines import parse_line
 from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import read_nccl_log, read_nccl_log_files
 from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.rules import NEEDLES, anchors
@@ -105,6 +106,10 @@ def test_the_earliest_own_failure_is_the_root_when_the_clocks_tell():
      None),
     ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError", "", None),
     ("RuntimeError", "DataLoader worker (pid(s) 812) exited unexpectedly", None),
+    # NCCL's and Gloo's names count as words only: a path that holds them is the program's own business.
+    ("FileNotFoundError", "[Errno 2] No such file or directory: '/opt/ncclkit/cache/shard-3.bin'", "rank_exception"),
+    ("OSError", "libnccl.so.2: cannot open shared object file: No such file or directory", "rank_exception"),
+    ("RuntimeError", "ncclUnhandledCudaError: Call to CUDA function failed.", None),
 ])
 def test_only_a_rank_s_own_exception_is_its_root_cause(exc_type, message, code):
     assert classify(exc_type, message) == code
@@ -326,3 +331,65 @@ def test_a_gpu_xid_in_the_kernel_log_is_the_root_of_what_follows():
     root = first(result)
     assert (root["code"], root["host"]) == ("cuda_error", "node2") and "Xid 79" in root["cause"]
     assert next(f for f in result["findings"] if f["code"] == "remote_exited")["consequence_of"] == "cuda_error"
+
+
+# ---- Gloo: a collective that timed out in some ranks, a rank that never came ----
+
+def _lightning_rank(rank: int, world: int, tail: str = "") -> str:
+    return (f"Initializing distributed: GLOBAL_RANK: {rank}, MEMBER: {rank + 1}/{world}\n"
+            "All distributed processes registered. Starting with 4 processes\n" + tail)
+
+
+def _gloo_timeout(rank: int) -> str:
+    return (f"[rank{rank}]: Traceback (most recent call last):\n"
+            f'[rank{rank}]:   File "/srv/train.py", line 80, in training_step\n'
+            f"[rank{rank}]: RuntimeError: [/opt/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] "
+            "Timed out waiting 1800000ms for recv operation to complete\n")
+
+
+def test_the_rank_that_never_reached_a_gloo_collective_is_the_suspect_on_its_file_s_host(tmp_path):
+    # One file per node, named after it; ranks 0, 1 and 3 time out in Gloo's recv, rank 2 announced
+    # itself and then wrote nothing.
+    paths = []
+    for rank in range(4):
+        path = tmp_path / f"gpu-node-0{rank + 1}.log"
+        path.write_text(_lightning_rank(rank, 4, "" if rank == 2 else _gloo_timeout(rank)))
+        paths.append(str(path))
+    root = first(read_nccl_log_files(paths))
+    assert (root["code"], root["rank"], root["host"]) == ("hang_in_collective", 2, "gpu-node-03"), root
+    assert "rank(s) 0, 1, 3 timed out in a Gloo recv" in root["cause"]
+
+
+def test_a_gloo_timeout_in_a_rank_whose_peers_logs_are_missing_names_no_suspect(tmp_path):
+    # Only rank 1's log: the others may well have timed out too, so nobody is named.
+    path = tmp_path / "rank1.log"
+    path.write_text(_lightning_rank(1, 4, _gloo_timeout(1)))
+    root = first(read_nccl_log_files([str(path)]))
+    assert root["code"] == "hang_in_collective" and root["rank"] is None and root["confidence"] == "low", root
+
+
+@pytest.mark.parametrize("name, host", [
+    ("node1.log", "node1"), ("gpu-node-03.txt.gz", "gpu-node-03"), ("worker-1-describe.txt", "worker-1"),
+    ("node3-torchrun.log", "node3"), ("node0_rank1.log", "node0"), ("10.0.0.5.log", "10.0.0.5"),
+    ("ip-10-0-1-17.ec2.internal.log", "ip-10-0-1-17.ec2.internal"),
+    ("train.log", None), ("rank0.log", None), ("slurm-9001.out", None), ("run7.log", None), ("gpu-7.log", "gpu-7"),
+    ("train-2026-12-05.log", None), ("mpirun.out", None), ("<stdin>", None), ("nodeA.log", None),
+])
+def test_a_file_per_node_is_named_after_its_host_and_other_names_are_not_hosts(name, host):
+    assert file_host(f"/logs/{name}") == host
+
+
+def test_a_name_the_logs_give_a_host_is_that_host_whatever_its_shape():
+    assert file_host("nodeA.log", hosts={"nodeA", "nodeB"}) == "nodeA"
+    assert (file_rank("train_rank12.txt"), file_rank("node1.log")) == (12, None)
+
+
+def test_the_file_s_name_settles_the_host_of_its_lines_and_the_lines_win_over_it(tmp_path):
+    store = ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+             "address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use\n")
+    named = tmp_path / "gpu-7.log"
+    named.write_text(store)
+    assert first(read_nccl_log_files([str(named)]))["host"] == "gpu-7"
+    # An NCCL line in the file names its host: the file's name is not used.
+    named.write_text("gpu-9:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.9<0>\n" + store)
+    assert first(read_nccl_log_files([str(named)]))["host"] == "gpu-9"

@@ -1,0 +1,59 @@
+"""What a log file's name says about whose log it is: the host of a file per node, the rank of a file per rank.
+
+Pure Python 3.8+ standard library. diagnosis.log asks these only for lines that name no host or rank
+themselves (a torchrun traceback, a Gloo error): what the lines say always wins over the name.
+
+People keep one log per node under the node's name ("node1.log", "gpu-node-03.txt.gz",
+"worker-1-describe.txt", "10.0.0.5.log") or one per rank ("rank3.log"). A name is taken for a host
+only when it has the shape of one: a word with a digit in it ("node1", "vm-2", "ip-10-0-0-5"), an IPv4
+address, or a name the logs themselves give a host. Names of runs and tools ("train.log",
+"slurm-9001.out", "run7.log", "rank0.log") are not hosts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Collection, Optional
+
+_FILE_RANK = re.compile(r"(?:^|[^a-z])rank[_\-.]?(?P<rank>\d+)(?!\d)", re.I)
+_EXTENSIONS = frozenset(("gz", "bz2", "xz", "zst", "log", "txt", "out", "err", "stdout", "stderr", "json"))
+# What people add after the host's name: the tool whose output it is, or the rank.
+_TOOL_WORDS = frozenset(("torchrun", "journal", "journalctl", "dmesg", "kernel", "syslog", "agent", "describe",
+                         "stdout", "stderr", "out", "err", "log", "logs", "nccl", "debug", "train", "trainer",
+                         "worker", "launcher", "ras"))
+_TOOL_RANK = re.compile(r"^(?:local)?rank\d+$", re.I)
+_HOST_SHAPE = re.compile(r"^(?:[a-z][a-z0-9\-]*\d[a-z0-9\-]*(?:\.[a-z][a-z0-9\-]*)*|\d{1,3}(?:\.\d{1,3}){3})$", re.I)
+# A word and a number only, where the word names a run, a device or a part rather than a machine.
+_NOT_HOST = re.compile(r"^(?:rank|localrank|local-rank|proc|process|pid|task|part|chunk|run|job|slurm|attempt|try|"
+                       r"step|epoch|iter|batch|cuda|test|tests|out|output|log|logs|result|results|"
+                       r"sweep|exp|trial|v|version)[\-_.]?\d+(?:[\-_.]\d+)*$", re.I)
+_DATE = re.compile(r"\d{4}-?\d\d-?\d\d")
+
+
+def file_rank(source: Optional[str]) -> Optional[int]:
+    """The rank a file per rank names ("rank3.log", "train_rank12.txt"), else None."""
+    match = _FILE_RANK.search(os.path.basename(source or ""))
+    return int(match.group("rank")) if match else None
+
+
+def file_host(source: Optional[str], hosts: Collection[str] = ()) -> Optional[str]:
+    """The host a file per node is named after, else None; hosts: the names the logs give hosts."""
+    if not source or source.startswith("<"):
+        return None
+    parts = os.path.basename(source).split(".")
+    while len(parts) > 1 and parts[-1].lower() in _EXTENSIONS:
+        parts.pop()
+    stem = ".".join(parts)
+    if stem in hosts:
+        return stem
+    words = re.split(r"([\-_])", stem)
+    # "node3-torchrun", "worker-1-describe", "node0_rank1": drop the tool and rank words after the name.
+    while len(words) > 2 and (words[-1].lower() in _TOOL_WORDS or _TOOL_RANK.match(words[-1])):
+        del words[-2:]
+    name = "".join(words)
+    if name in hosts:
+        return name
+    if not _HOST_SHAPE.match(name) or _NOT_HOST.match(name) or _DATE.search(name) or "_" in name:
+        return None
+    return name
