@@ -106,13 +106,15 @@ def signalled_run(lab, tmp_path, sig: int, timeout_s: int) -> tuple[int, str, di
     "hang_in_collective once; the recorded logs of the same fault still give it first"))
 def test_a_stopped_rank_is_caught_by_the_timeout_with_its_evidence(lab, tmp_path):
     stopped, said, run = signalled_run(lab, tmp_path, signal.SIGSTOP, 30)
+    import shutil; shutil.copytree(tmp_path, f"/tmp/gloostop/{time.time():.0f}", dirs_exist_ok=True)  # DEBUG
     assert run["timed_out"] and not run["passed"]
     stopped_line = f"rank=1 host=node2 pid={stopped} state=T (stopped)"
     assert any(stopped_line in line for line in run["forensics"]), run["forensics"]
     assert "Gloo all-reduce across node1, node2: the Gloo all-reduce did not finish within 30 s" in said
     # The evidence names it: both ranks joined, so the network worked, and rank 1 is stopped.
-    assert "hang in a collective" in run["reasons"][0], run["reasons"]
-    assert "suspect: rank 1 on node2: its process is stopped" in run["reasons"][0], run["reasons"]
+    found = [(f["code"], f["host"], f["rank"], f["cause"][:300]) for f in run["diagnosis"]["findings"]]
+    assert "hang in a collective" in run["reasons"][0], (run["reasons"], found)
+    assert "suspect: rank 1 on node2: its process is stopped" in run["reasons"][0], (run["reasons"], found)
     assert run["diagnosis"]["findings"][0]["code"] == "hang_in_collective"
 
 
