@@ -91,9 +91,3 @@ def collection_version(root: Path) -> str:
 def site_playbook(root: Path) -> Path:
     return root / "site.yml" if (root / "site.yml").is_file() else root / "playbooks" / "site.yml"
 
-
-def module_utils(name: str):
-    """plugins/module_utils/<name> of the collection in use. New code imports
-    `ansible_collections.ncclkit.cluster.plugins.module_utils.<name>` directly."""
-    use_collection()
-    return importlib.import_module(f"ansible_collections.ncclkit.cluster.plugins.module_utils.{name}")

@@ -14,8 +14,8 @@ import argparse
 import json
 import sys
 
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis import log as nccl_log
 from ncclkit import exitcodes
-from ncclkit.paths import module_utils
 
 FINDING_KEYS = ("code", "severity", "host", "rank", "cause", "fix", "evidence", "consequence_of", "confidence")
 TRANSPORTS = ("any", "socket", "ib", "efa")
@@ -44,7 +44,6 @@ def finding_document(finding: dict) -> dict:
 
 
 def diagnose_command(args: argparse.Namespace) -> int:
-    nccl_log = module_utils("diagnosis.log")
     if args.logs.count("-") > 1:
         print("ncclkit diagnose: '-' (stdin) may be given once", file=sys.stderr)
         return exitcodes.USAGE

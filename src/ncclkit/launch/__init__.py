@@ -19,6 +19,11 @@ has one job:
 
 from __future__ import annotations
 
+from ncclkit.paths import use_collection
+
+# The parts import the collection's module_utils by name: the collection goes on sys.path first.
+use_collection()
+
 
 def launch(inventory, argv, **options) -> dict:
     """See ncclkit.launch.session.launch: the record launch.json holds (`exit_code`, `verdict`, ...)."""

@@ -14,11 +14,10 @@ import re
 import time
 from pathlib import Path
 
-from ncclkit.paths import module_utils
+from ansible_collections.ncclkit.cluster.plugins.module_utils.common.secret_names import secret_names as _secret_names
 
 MASK = "***"
 RECORD = "launch.json"
-_secret_names = module_utils("common.secret_names").secret_names
 _OPTION = re.compile(r"^(?P<dashes>-{1,2})(?P<name>[A-Za-z][\w-]*)(?:=(?P<value>.*))?$")
 _ASSIGN = re.compile(r"^(?P<name>[A-Za-z_]\w*)=(?P<value>.*)$")
 

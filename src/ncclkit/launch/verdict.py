@@ -7,16 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ncclkit.paths import module_utils
+from ansible_collections.ncclkit.cluster.plugins.module_utils.common.findings import finding
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.exceptions import Tracebacks
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.forensics import PREFIX
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.lines import parse_line
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import NcclLogError, read_nccl_log_files
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.root_cause import FIX_COLLECTIVE, FIX_FAILED
 
-finding = module_utils("common.findings").finding
-PREFIX = module_utils("diagnosis.forensics").PREFIX
-_log = module_utils("diagnosis.log")
-_root_cause = module_utils("diagnosis.root_cause")
-FIX_COLLECTIVE, FIX_FAILED = _root_cause.FIX_COLLECTIVE, _root_cause.FIX_FAILED
-
-_lines = module_utils("diagnosis.lines")
-_exceptions = module_utils("diagnosis.exceptions")
 DEATH_CODES = ("rank_exception", "rank_failed", "rank_killed", "cuda_oom", "oom_killed")
 _STOPPED = {"T": "stopped (SIGSTOP, a debugger or Ctrl-Z)", "t": "stopped by a tracer",
             "D": "in an uninterruptible wait (I/O or the driver)", "Z": "a zombie (exited, not reaped)"}
@@ -27,11 +24,11 @@ class TracebackTracker:
     diagnosis engine's own traceback reader (diagnosis.exceptions) fed line by line as the job runs."""
 
     def __init__(self):
-        self._reader = _exceptions.Tracebacks()
+        self._reader = Tracebacks()
         self.last: dict = {}
 
     def add(self, key, text: str) -> None:
-        found = self._reader.feed(_lines.parse_line(0, text), repr(key))
+        found = self._reader.feed(parse_line(0, text), repr(key))
         if found:
             self.last[key] = found["exception"]
 
@@ -60,8 +57,8 @@ def diagnose(paths: list[Path]) -> dict | None:
     if not readable:
         return None
     try:
-        return _log.read_nccl_log_files(readable)
-    except _log.NcclLogError:
+        return read_nccl_log_files(readable)
+    except NcclLogError:
         return None
 
 
