@@ -22,6 +22,9 @@ from .timeline import line_time
 
 TRACEBACK = "Traceback (most recent call last)"
 IGNORED = "Exception ignored in"
+# Python's words between the tracebacks of a chain: the next exception was raised while handling the
+# previous one (or from it), so it is that one's consequence.
+CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 # "ValueError: bad batch", "torch.OutOfMemoryError: CUDA out of memory. ...", "KeyError: 'x'", "AssertionError"
 _EXCEPTION = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure))"
                         r"(?:: ?(?P<message>.*))?$")
@@ -35,7 +38,9 @@ _NOT_OWN_TYPES = ("DistBackendError", "DistNetworkError", "DistStoreError", "Dis
                   "SignalException", "KeyboardInterrupt", "SystemExit", "RendezvousError",
                   "RendezvousClosedError", "RendezvousTimeoutError", "RendezvousConnectionError",
                   "RendezvousStateError", "ConnectionResetError", "BrokenPipeError", "ConnectionRefusedError",
-                  "ConnectionAbortedError", "TimeoutError", "CalledProcessError")
+                  "ConnectionAbortedError", "TimeoutError", "CalledProcessError",
+                  # a launcher signalling a process that had already gone (torchrun's shutdown races)
+                  "ProcessLookupError", "ChildProcessError")
 # Words of a message that is about the communication layer (its rules say what it means). NCCL's and
 # Gloo's names count as words only (ncclInternalError, ProcessGroupNCCL, .../gloo/transport/...): a path
 # or a name that merely holds them (/opt/ncclkit/..., nccl-tests) is the program's own business.
@@ -74,13 +79,20 @@ class Tracebacks:
     def __init__(self):
         self.open: Dict[tuple, dict] = {}  # (source, label, host) -> {lines, frame, time, ignored}
         self.ignored: Dict[tuple, bool] = {}  # streams whose next traceback Python said it ignored
+        self.last_own: Dict[tuple, bool] = {}  # stream -> whether its last traceback was the rank's own error
+        self.chained: Dict[tuple, bool] = {}  # streams whose next traceback follows one that was not
 
     def feed(self, line, source: str) -> Optional[dict]:
         text = line.text
         key = (source, line.label, line.host)
         if TRACEBACK in text:
             self.open[key] = {"lines": 0, "frame": None, "time": line_time(line),
-                              "ignored": self.ignored.pop(key, False)}
+                              "ignored": self.ignored.pop(key, False) or self.chained.pop(key, False)}
+            return None
+        if key not in self.open and key in self.last_own and text.lstrip().startswith(CHAINED):
+            # "During handling of the above exception, another exception occurred:" after an
+            # exception that was not the rank's own (a signal, a peer's error): neither is the next.
+            self.chained[key] = not self.last_own.pop(key)
             return None
         if IGNORED in text:
             # Python's "Exception ignored in: <function ...__del__>": a traceback at shutdown that
@@ -111,10 +123,9 @@ class Tracebacks:
         if not match:
             return None  # another process's line in between: the traceback goes on
         del self.open[key]
-        if state["ignored"]:
-            return None
         exc_type, message = match.group("type"), (match.group("message") or "").strip()
-        code = classify(exc_type, message)
+        code = None if state["ignored"] else classify(exc_type, message)
+        self.last_own[key] = code is not None
         if code is None:
             return None
         made = exception_finding(code, exc_type, message, state["frame"])

@@ -35,7 +35,7 @@ from functools import partial
 from typing import Dict, List, Optional
 
 from .compare import CUDA_VERSION, TORCH_VERSION, runtime_findings, setting_findings
-from .exceptions import IGNORED, TRACEBACK, Tracebacks
+from .exceptions import CHAINED, IGNORED, TRACEBACK, Tracebacks
 from .root_cause import judge, verdict
 from .stages import MARKERS as STAGE_MARKERS
 from .stages import Stages
@@ -84,7 +84,8 @@ _EVIDENCE_CHARS = 500
 _MEANINGS = 8192  # distinct NCCL messages remembered at once
 # Every substring a reader of lines that are not NCCL's own looks for (the rules, the job, the stages,
 # tracebacks, versions), and a few short pieces that every one of them holds.
-_MARKERS = NEEDLES + JOB_MARKERS + STAGE_MARKERS + (TRACEBACK, IGNORED, "ersion", "torch==", "NCCL version", "Test ")
+_MARKERS = NEEDLES + JOB_MARKERS + STAGE_MARKERS + CHAINED + (TRACEBACK, IGNORED, "ersion", "torch==", "NCCL version",
+                                                               "Test ")
 _LINE_ANCHORS = anchors(_MARKERS)
 # Two-letter pieces first: a line holding none of these (most lines) is passed over after 17 tests, not 47.
 _LINE_PAIRS = anchors(_MARKERS, 2)
@@ -317,7 +318,7 @@ class _Log:
             self._loose_facts(line, source)
         self._findings(line, source)
         if not level:
-            if self.tracebacks.open or "Traceback" in text or "Exception ignored" in text:
+            if self.tracebacks.open or "Traceback" in text or "Exception ignored" in text or "above exception" in text:
                 self._own_error(line, source)
             if "ersion" in text or "torch==" in text:
                 self._runtime(line, source)

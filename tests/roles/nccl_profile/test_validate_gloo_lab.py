@@ -101,12 +101,8 @@ def signalled_run(lab, tmp_path, sig: int, timeout_s: int) -> tuple[int, str, di
     return pid, said, gloo_run(report)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "after the diagnosis merge the live run's report put the timeout line before the engine's "
-    "hang_in_collective once; the recorded logs of the same fault still give it first"))
 def test_a_stopped_rank_is_caught_by_the_timeout_with_its_evidence(lab, tmp_path):
     stopped, said, run = signalled_run(lab, tmp_path, signal.SIGSTOP, 30)
-    import shutil; shutil.copytree(tmp_path, f"/tmp/gloostop/{time.time():.0f}", dirs_exist_ok=True)  # DEBUG
     assert run["timed_out"] and not run["passed"]
     stopped_line = f"rank=1 host=node2 pid={stopped} state=T (stopped)"
     assert any(stopped_line in line for line in run["forensics"]), run["forensics"]

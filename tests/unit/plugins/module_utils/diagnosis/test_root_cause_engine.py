@@ -393,3 +393,34 @@ def test_the_file_s_name_settles_the_host_of_its_lines_and_the_lines_win_over_it
     # An NCCL line in the file names its host: the file's name is not used.
     named.write_text("gpu-9:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.9<0>\n" + store)
     assert first(read_nccl_log_files([str(named)]))["host"] == "gpu-9"
+
+
+def test_an_exception_raised_while_handling_a_signal_or_a_peer_s_error_is_not_the_rank_s_own():
+    # torchrun's shutdown after a SIGTERM: killpg on a process that has gone raises ProcessLookupError.
+    shutdown = ("Traceback (most recent call last):\n"
+                '  File "/venv/lib/python3.11/site-packages/torch/distributed/elastic/agent/server/api.py", '
+                "line 754, in run\n"
+                "torch.distributed.elastic.multiprocessing.api.SignalException: Process 41 got signal: 15\n"
+                "\n"
+                "During handling of the above exception, another exception occurred:\n"
+                "\n"
+                "Traceback (most recent call last):\n"
+                '  File "/venv/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/api.py", '
+                "line 1033, in _close\n"
+                "{error}\n")
+    for error in ("ProcessLookupError: [Errno 3] No such process", "KeyError: 'pid 42'"):
+        found = read_nccl_log(shutdown.format(error=error))["findings"]
+        assert not [f for f in found if f["code"] == "rank_exception"], (error, found)
+    # A chain that starts with the rank's own error keeps it, and a later own error after it counts too.
+    own = ("Traceback (most recent call last):\n"
+           '  File "/srv/train.py", line 3, in load\n'
+           "KeyError: 'shard'\n"
+           "\n"
+           "During handling of the above exception, another exception occurred:\n"
+           "\n"
+           "Traceback (most recent call last):\n"
+           '  File "/srv/train.py", line 9, in main\n'
+           "ValueError: no data for step 6\n")
+    causes = [f["cause"] for f in read_nccl_log(own)["findings"] if f["code"] == "rank_exception"]
+    assert any("KeyError: 'shard'" in cause for cause in causes), causes
+    assert any("ValueError: no data for step 6" in cause for cause in causes), causes
