@@ -20,6 +20,13 @@ def nccl_profile_env(settings):
         raise AnsibleFilterError(str(error)) from error
 
 
+def nccl_profile_container_env(env):
+    """{"env": the profile for a container on this host, "notes": what was changed or left out}."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.container import container_env
+    kept, notes = container_env(dict(env or {}))
+    return {"env": kept, "notes": notes}
+
+
 def nccl_profile_env_problems(settings):
     from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.env import env_problems
     return env_problems(dict(settings))
@@ -91,6 +98,7 @@ class FilterModule:
         return {
             "nccl_profile_env": nccl_profile_env,
             "nccl_profile_env_problems": nccl_profile_env_problems,
+            "nccl_profile_container_env": nccl_profile_container_env,
             "nccl_launch_plan": nccl_launch_plan,
             "nccl_launch_problems": nccl_launch_problems,
             "nccl_hostfile_lines": nccl_hostfile_lines,

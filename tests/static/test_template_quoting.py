@@ -15,7 +15,8 @@ from lab_playbook import play
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ["ncclkit-torchrun.j2", "ncclkit-mpirun.j2", "ncclkit-env.j2", "ncclkit.sh.j2", "nccl.env.j2",
-           "nccl.conf.j2"]
+           "nccl.container.env.j2", "nccl.conf.j2"]
+PLUGIN = "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-net-ofi.so"
 HOSTILE_NAME = "evil$(touch PWNED)"
 HOSTILE_PATH = "/opt/nccl $(touch PWNED)/lib/libnccl.so.2"
 COMMON = {
@@ -26,7 +27,7 @@ COMMON = {
     "_nccl_profile_paths": {"hostfile": "/etc/ncclkit/hostfile", "ssh_config": "/etc/ncclkit/ssh_config",
                             "env_runner": "/opt/ncclkit/bin/ncclkit-env", "nccl_conf": "/etc/nccl.conf"},
     "_nccl_profile_mpi_home": "", "nccl_profile_ssh_trust": True, "_nccl_profile_forwarded": ["NCCL_DEBUG"],
-    "ncclkit_nccl_env": {"NCCL_DEBUG": "WARN", "NCCL_SOCKET_IFNAME": "=eth1"},
+    "ncclkit_nccl_env": {"NCCL_DEBUG": "WARN", "NCCL_SOCKET_IFNAME": "=eth1", "NCCL_NET_PLUGIN": PLUGIN},
     "_nccl_profile_owner": "Written by ncclkit.cluster.nccl_profile",
     "nccl_tests_version": "v2.19.6", "_nccl_tests_key": "git-v2.19.6-abc", "nccl_tests_install_dir": "/opt/nccl-tests",
     "ncclkit_nccl": {"include_dir": "/opt/nccl/include", "library": HOSTILE_PATH, "version": "2.28.9"},
@@ -101,3 +102,13 @@ def test_a_library_path_from_the_facts_stays_one_word(rendered):
     for line in lines:
         subprocess.run(["bash", "-c", line], cwd=work, capture_output=True, timeout=10, check=False)
     assert not (work / "PWNED").exists(), lines
+
+
+def test_the_container_env_file_holds_no_path_of_the_host(rendered):
+    work, dummy = rendered
+    host = Path(f"{output_prefix(work, 'node-1')}-nccl.env.j2").read_text()
+    container = Path(f"{output_prefix(work, 'node-1')}-nccl.container.env.j2").read_text()
+    assert f"NCCL_NET_PLUGIN={PLUGIN}" in host.splitlines()
+    values = dict(line.split("=", 1) for line in container.splitlines() if line and not line.startswith("#"))
+    assert values == {"NCCL_DEBUG": "WARN", "NCCL_SOCKET_IFNAME": "=eth1", "NCCL_NET_PLUGIN": "ofi"}
+    assert f"#   NCCL_NET_PLUGIN: ofi instead of the host's path {PLUGIN}" in container

@@ -26,7 +26,7 @@ PUBLIC = {"node1": f"198.18.{INDEX}.11", "node2": f"198.18.{INDEX}.12"}
 PRIVATE = {"node1": f"198.19.{INDEX}.11", "node2": f"198.19.{INDEX}.12"}
 NETWORK = f"198.19.{INDEX}.0/24"
 KEY = "/root/.ssh/ncclkit_cluster_ed25519"
-WRITTEN = ["/etc/nccl.conf", "/etc/profile.d/ncclkit.sh", "/etc/ncclkit/nccl.env",
+WRITTEN = ["/etc/nccl.conf", "/etc/profile.d/ncclkit.sh", "/etc/ncclkit/nccl.env", "/etc/ncclkit/nccl.container.env",
            "/etc/ncclkit/nccl.json", "/etc/ncclkit/hostfile", "/opt/ncclkit/bin/ncclkit-env",
            "/opt/ncclkit/bin/ncclkit-torchrun", "/opt/ncclkit/bin/ncclkit-mpirun",
            "/etc/ssh/ssh_config.d/ncclkit.conf", "/etc/ncclkit/ssh_known_hosts", KEY, KEY + ".pub"]
@@ -291,12 +291,13 @@ def test_secret_looking_values_make_the_env_files_root_only(lab, converged, run_
     run = run_profile(nccl_profile_extra_env={"HF_TOKEN": "planted-token"})
     assert run.rc == 0, run.output[-4000:]
     modes = dict(line.split(" ", 1)[::-1] for line in node_sh(
-        lab, "node1", "stat -c '%a %n' " + " ".join(WRITTEN[:8])).stdout.splitlines())
+        lab, "node1", "stat -c '%a %n' " + " ".join(WRITTEN[:9])).stdout.splitlines())
     assert modes == {"/etc/nccl.conf": "644", "/etc/profile.d/ncclkit.sh": "600", "/etc/ncclkit/nccl.env": "600",
+                     "/etc/ncclkit/nccl.container.env": "600",
                      "/etc/ncclkit/nccl.json": "600", "/etc/ncclkit/hostfile": "644",
                      "/opt/ncclkit/bin/ncclkit-env": "700", "/opt/ncclkit/bin/ncclkit-torchrun": "755",
                      "/opt/ncclkit/bin/ncclkit-mpirun": "755"}
-    holding = node_sh(lab, "node1", "grep -l planted-token " + " ".join(WRITTEN[:8])).stdout.split()
+    holding = node_sh(lab, "node1", "grep -l planted-token " + " ".join(WRITTEN[:9])).stdout.split()
     assert holding and all(modes[path].endswith("00") for path in holding), (holding, modes)
 
 
