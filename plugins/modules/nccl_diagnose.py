@@ -212,6 +212,7 @@ ansible_facts:
               transport: Socket
               nccl_versions: [2.28.9+cuda13.0]
               env: {NCCL_SOCKET_IFNAME: eth1}
+              gpudirect_rdma: not in use
         findings:
           description: The same as RV(findings).
           type: list

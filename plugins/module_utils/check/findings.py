@@ -165,7 +165,16 @@ def _gpu_findings(me: str, view: dict) -> List[dict]:
             "check nvidia-smi -q -d ECC,ROW_REMAPPER; a GPU with uncorrectable errors needs a reset or replacement",
             log["ecc"][-3:]))
     transport = view.get("transport", "socket")
-    if gpus and transport in RDMA_TRANSPORTS and not view.get("nvidia_peermem"):
+    if gpus and transport == "efa" and not view.get("efa_nv_peermem"):
+        # nvidia_peermem is InfiniBand's peer-memory client: it proves nothing for EFA.
+        out.append(finding(
+            "gpudirect_rdma_unconfirmed", "info", me,
+            f"{me} uses EFA without the efa_nv_peermem module: GPUDirect RDMA then rests on dma-buf, which "
+            "a recent kernel and NVIDIA driver give and no module shows",
+            "read the validation report's GPUDirect RDMA line (NCCL's channels say GDRDMA when it is in use); "
+            "where it says 'not in use', load efa_nv_peermem if the EFA driver ships it, or update the kernel "
+            "and the NVIDIA driver", ["/proc/modules: no efa_nv_peermem"]))
+    elif gpus and transport in RDMA_TRANSPORTS and transport != "efa" and not view.get("nvidia_peermem"):
         out.append(finding(
             "gpudirect_rdma_off", "warning", me,
             f"{me} uses {transport} but nvidia_peermem is not loaded: NCCL cannot do GPUDirect RDMA and "

@@ -149,6 +149,8 @@ def gather(hostname: str, python: str, gpus: bool, command=run_command,
         "memlock_kib": memlock_kib(),
         "kernel_log": kernel_log(command),
         "nvidia_peermem": "nvidia_peermem" in modules or "nv_peer_mem" in modules,
+        # EFA's GPUDirect RDMA: the EFA driver's peer-memory client (or dma-buf, which no module shows)
+        "efa_nv_peermem": "efa_nv_peermem" in modules,
         "torch_version": torch_version(python, command),
         "topology": topology(command) if gpus else {},
     }

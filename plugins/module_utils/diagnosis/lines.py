@@ -77,6 +77,7 @@ _IB_DEVICE = re.compile(r"\[\d+\](?P<name>[^\s:\[\]]+):(?P<port>\d+)/(?P<link>\w
 _OFI = re.compile(r"^NET/OFI Selected [Pp]rovider is (?P<provider>[^,\s(]+)")
 _NETWORK = re.compile(r"^Using network (?P<net>\S.*)")
 _CHANNEL_NET = re.compile(r"\bvia NET/(?P<net>[^/\s][^/]*)/")
+_CHANNEL_GDR = re.compile(r"\bvia NET/[^/\s][^/]*/\d+(?P<gdr>/GDRDMA)?")
 
 
 class NcclLogError(ValueError):
@@ -379,6 +380,14 @@ def network_name(line: Line) -> Optional[str]:
         return None
     match = _NETWORK.match(line.msg) or _CHANNEL_NET.search(line.msg)
     return match.group("net").rstrip() if match else None
+
+
+def channel_gdr(line: Line) -> Optional[bool]:
+    """Whether a channel over a NET plugin uses GPUDirect RDMA ("via NET/IB/0/GDRDMA"), None when the
+    line is no such channel (NCCL writes "/GDRDMA" after the device when it does, nothing when the
+    data is staged through host memory)."""
+    match = _CHANNEL_GDR.search(line.msg) if line.level and "via NET/" in line.msg else None
+    return bool(match.group("gdr")) if match else None
 
 
 def ofi_provider(line: Line) -> Optional[str]:

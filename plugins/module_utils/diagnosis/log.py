@@ -8,7 +8,8 @@ Pure Python 3.8+ standard library: the nccl_diagnose module and the ncclkit pack
 The result (a dict of plain JSON types):
     hosts: {host: {bootstrap_nics: [{name, address}], net_nics: [{name, address?, kind}],
                    transport: "Socket" | "IB" | "OFI(EFA)" | "OFI(<provider>)" | other | None,
-                   nccl_versions: ["2.28.9+cuda13.0"], env: {NCCL_SOCKET_IFNAME: "eth1", ...}}}
+                   nccl_versions: ["2.28.9+cuda13.0"], env: {NCCL_SOCKET_IFNAME: "eth1", ...},
+                   gpudirect_rdma: "in use" | "partly" | "not in use" | None (NCCL's NET channel lines)}}
     findings: [{code, severity, host, rank, evidence, source, line, count, cause, fix, consequence_of, confidence}]
               the root cause first (diagnosis.root_cause.judge), then independent findings, then consequences
     verdict: one line naming the root cause, HEALTHY, or NOTHING TO JUDGE (no line was recognised)
@@ -64,6 +65,7 @@ from .lines import (
     Line,
     NcclLogError,
     bootstrap_nics,
+    channel_gdr,
     decode,
     device_row_host,
     env_setting,
@@ -228,7 +230,8 @@ def _looks_like_ras_json(text: str) -> bool:
 def _new_host() -> dict:
     # nets and versions: {value: where it was first seen ({evidence, source, line})}; "net" is the last net.
     # Only distinct values are kept, so that memory (and the garbage collector's work) stays small.
-    return {"bootstrap_nics": {}, "net_nics": {}, "nets": {}, "net": None, "ofi": [], "versions": {}, "env": {}}
+    return {"bootstrap_nics": {}, "net_nics": {}, "nets": {}, "net": None, "ofi": [], "versions": {}, "env": {},
+            "channels": {"gdr": 0, "host_memory": 0}}
 
 
 class _Log:
@@ -380,6 +383,9 @@ class _Log:
             if net not in host["nets"]:
                 host["nets"][net] = _origin(line, source)
             host["net"] = net
+            gdr = channel_gdr(line)
+            if gdr is not None:
+                host["channels"]["gdr" if gdr else "host_memory"] += 1
         if provider and provider not in host["ofi"]:
             host["ofi"].append(provider)
         if version and version not in host["versions"]:
@@ -659,7 +665,17 @@ def _public(facts: dict) -> dict:
         "transport": transports[-1][0] if transports else None,
         "nccl_versions": list(facts["versions"]),
         "env": dict(facts["env"]),
+        "gpudirect_rdma": gpudirect_rdma(facts["channels"]),
     }
+
+
+def gpudirect_rdma(channels: dict) -> Optional[str]:
+    """What NCCL's channel lines say of GPUDirect RDMA between hosts: "in use" (every NET channel),
+    "partly" (some), "not in use" (data staged through host memory), None (no NET channel line)."""
+    gdr, staged = channels["gdr"], channels["host_memory"]
+    if not gdr and not staged:
+        return None
+    return "in use" if not staged else "not in use" if not gdr else "partly"
 
 
 def _without_origin(nic: dict) -> dict:

@@ -16,7 +16,7 @@ from html import escape
 from . import autotune as nccl_report_autotune
 from ansible_collections.ncclkit.cluster.plugins.module_utils.network.links.bandwidth import link_rows, recorded, threshold_line
 from .chart import busbw_svg, line_colours
-from .values import human_size, number
+from .values import gpudirect_fact, human_size, number
 from .verdict import GLOO_RUN, NET_LOOPBACK_RUN, summary_line, timed_out, verdict_text
 from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.pair_rounds import find_slow_rows, find_slow_summary, two_decimals as _two
 
@@ -439,6 +439,8 @@ def _run_facts(run):
         if perf.get("peak_busbw_gbps") is not None:
             facts.append("peak busbw {0} GB/s at {1}".format(number(perf["peak_busbw_gbps"]), human_size(
                 perf.get("peak_busbw_size_bytes") if "peak_busbw_size_bytes" in perf else perf.get("bytes"))))
+    if gpudirect_fact(run):
+        facts.append(gpudirect_fact(run))
     return facts
 
 

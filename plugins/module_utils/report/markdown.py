@@ -6,7 +6,7 @@ import json
 
 from . import autotune as nccl_report_autotune
 from ansible_collections.ncclkit.cluster.plugins.module_utils.network.links.bandwidth import link_rows, recorded, threshold_line
-from .values import human_size, number
+from .values import gpudirect_fact, human_size, number
 from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.pair_rounds import find_slow_rows, find_slow_summary, two_decimals as _two
 from .verdict import GLOO_RUN, NCCL_NOT_EXERCISED, summary_line, timed_out, verdict_text
 
@@ -107,6 +107,8 @@ def _run_section(run):
         elif perf.get("peak_busbw_gbps") is not None:
             facts.append("peak busbw {0} GB/s at {1}".format(
                 number(perf["peak_busbw_gbps"]), human_size(perf.get("peak_busbw_size_bytes"))))
+    if gpudirect_fact(run):
+        facts.append(gpudirect_fact(run))
     lines += ["- " + "; ".join(facts)]
     lines += ["- " + _md(line.strip()) for line in run["reasons"][1:] if line.startswith("  ")]
     lines.append("")

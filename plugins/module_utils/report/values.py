@@ -52,3 +52,20 @@ def bandwidth_series(report):
         raise NcclReportError("the report has no measured rows (no run produced bus bandwidth numbers), so "
                               "there is nothing to plot; see its report.md for why")
     return series
+
+
+def gpudirect_fact(run):
+    """What NCCL's channel lines in a run's output say of GPUDirect RDMA between hosts, per host
+    (the diagnosis' hosts), e.g. "GPUDirect RDMA: in use (node1, node2)"; None without such lines."""
+    hosts = ((run or {}).get("diagnosis") or {}).get("hosts") or {}
+    states = {}
+    for host, facts in sorted(hosts.items()):
+        state = (facts or {}).get("gpudirect_rdma") if isinstance(facts, dict) else None
+        if state:
+            states.setdefault(state, []).append(host)
+    if not states:
+        return None
+    words = {"in use": "in use", "partly": "on some channels only", "not in use": "not in use (staged through host memory)"}
+    return "GPUDirect RDMA: " + "; ".join(f"{words.get(state, state)} ({', '.join(names)})"
+                                          for state, names in sorted(states.items()))
+

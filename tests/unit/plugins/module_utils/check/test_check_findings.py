@@ -145,3 +145,17 @@ def test_a_stale_process_on_the_masters_rendezvous_port_is_an_error_naming_it():
     assert not result["ready"]
     hosts["node1"]["probes"]["master_holder"] = None
     assert "master_port_in_use" not in codes(cf.judge(hosts, {"addr": "198.19.150.11", "port": 29500}))
+
+
+def test_gpudirect_on_efa_is_efa_s_own_module_not_nvidia_peermem():
+    def found(**extra):
+        hosts = lab(profile_files(), gpu_count=8, memlock_kib=None, **extra)
+        return {(f["code"], f["severity"]) for f in cf.judge(hosts, {})["findings"] if f["host"] == "node2"}
+
+    # nvidia_peermem loaded on an EFA host (p4d, p5) says nothing of EFA: no warning that GDR is off.
+    efa = found(transport="efa", nvidia_peermem=True, efa_nv_peermem=False)
+    assert ("gpudirect_rdma_unconfirmed", "info") in efa and not any(code == "gpudirect_rdma_off" for code, _ in efa)
+    assert not any(code.startswith("gpudirect") for code, _ in found(transport="efa", efa_nv_peermem=True))
+    # InfiniBand keeps its rule.
+    assert ("gpudirect_rdma_off", "warning") in found(transport="ib", nvidia_peermem=False)
+    assert not any(code.startswith("gpudirect") for code, _ in found(transport="ib", nvidia_peermem=True))

@@ -425,3 +425,28 @@ def test_a_hang_names_the_stopped_rank_from_the_evidence_taken_before_the_kill()
     assert "suspect: rank 1 on node1: its process is stopped" in reasons[0]
     assert reasons[1].startswith("  fix: the network is not the cause")
     assert not any("hang in a collective" in line for line in reasons[2:])
+
+
+CHANNELS = ("{host}:10:10 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/{net}/0{gdr}\n"
+            "{host}:10:10 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[0] [send] via NET/{net}/1{gdr}/Shared\n")
+
+
+def channel_log(tmp_path, **hosts):
+    path = tmp_path / "run.txt"
+    path.write_text("".join(CHANNELS.format(host=host, net=net, gdr=gdr) for host, (net, gdr) in hosts.items()))
+    return {"findings": [], "hosts": read_nccl_log_files([str(path)])["hosts"]}
+
+
+def test_the_report_says_whether_nccl_s_channels_used_gpudirect_rdma(tmp_path):
+    found = channel_log(tmp_path, node1=("IB", "/GDRDMA"), node2=("AWS Libfabric", "/GDRDMA"))
+    assert {host: facts["gpudirect_rdma"] for host, facts in found["hosts"].items()} == \
+        {"node1": "in use", "node2": "in use"}
+    report = report_of(run(perf=perf("h200-2host-socket-defaults.txt"), diagnosis=found))
+    assert "GPUDirect RDMA: in use (node1, node2)" in nccl_report.render_markdown(report)
+    assert "GPUDirect RDMA: in use (node1, node2)" in nccl_report.render_html(report)
+    staged = channel_log(tmp_path, node1=("IB", "/GDRDMA"), node2=("IB", ""))
+    said = nccl_report.render_markdown(report_of(run(perf=perf("h200-2host-socket-defaults.txt"), diagnosis=staged)))
+    assert "GPUDirect RDMA: in use (node1); not in use (staged through host memory) (node2)" in said
+    # Without NCCL's channel lines (NCCL_DEBUG below INFO) the report says nothing of it.
+    quiet = report_of(run(perf=perf("h200-2host-socket-defaults.txt"), diagnosis={"findings": [], "hosts": {}}))
+    assert "GPUDirect RDMA" not in nccl_report.render_markdown(quiet)
