@@ -5,7 +5,8 @@
 # taken while it is stopped), a killed rank, a wrong NCCL_SOCKET_IFNAME on node1, a desync.
 # Logs: WORK/h200-<kind>-node{0,1}.log (+ -ncclras.log), summary.txt.
 #
-#   benchmarks/h200_fault_kinds.sh WORK_DIR          (ran on the lent H200; root)
+#   benchmarks/h200_fault_kinds.sh WORK_DIR          (ran on the lent GPU machine; root)
+#   TIMEOUT=20 MAX_WAIT=45 benchmarks/h200_fault_kinds.sh WORK_DIR   (NCCL timeout, seconds a job may run)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 w=$1; mkdir -p "$w"
@@ -22,7 +23,7 @@ job() { # kind action [node1 env...]
     local log=$w/h200-$kind-node$r.log extra=""
     [ "$r" = 1 ] && extra="$*"
     local cmd
-    cmd="env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_RAS_ENABLE=1 GLOO_SOCKET_IFNAME=lo TORCH_NCCL_ASYNC_ERROR_HANDLING=1 FAULT_JOB=$action FAULT_RANK=1 $([ "$action" = desync ] && echo TORCH_DISTRIBUTED_DEBUG=DETAIL) $extra $py -m torch.distributed.run --nnodes 2 --node-rank $r --nproc-per-node 1 --master-addr 127.0.0.1 --master-port $port $here/h200_fault_job.py"
+    cmd="env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_RAS_ENABLE=1 GLOO_SOCKET_IFNAME=lo TORCH_NCCL_ASYNC_ERROR_HANDLING=1 FAULT_JOB=$action FAULT_RANK=1 TIMEOUT=${TIMEOUT:-30} $([ "$action" = desync ] && echo TORCH_DISTRIBUTED_DEBUG=DETAIL) $extra $py -m torch.distributed.run --nnodes 2 --node-rank $r --nproc-per-node 1 --master-addr 127.0.0.1 --master-port $port $here/h200_fault_job.py"
     echo "# recorded $(date -u +%F) on one H200 by benchmarks/h200_fault_kinds.sh (node$r; $kind: FAULT_JOB=$action in rank 1 at step 20): $cmd" > "$log"
     # shellcheck disable=SC2016,SC2086
     setsid unshare --uts sh -c 'hostname "node$0" && exec "$@"' "$r" $cmd >> "$log" 2>&1 &
@@ -33,7 +34,7 @@ job() { # kind action [node1 env...]
     sleep 5
     { echo "# recorded $(date -u +%F) on one H200: /usr/bin/ncclras (5 s after rank 1 stopped itself)"; timeout 20 /usr/bin/ncclras 2>&1; } > "$w/h200-$kind-ncclras.log"
   fi
-  local i; for ((i = 0; i < 75; i++)); do kill -0 "${roots[0]}" 2>/dev/null || kill -0 "${roots[1]}" 2>/dev/null || break; sleep 1; done
+  local i; for ((i = 0; i < ${MAX_WAIT:-75}; i++)); do kill -0 "${roots[0]}" 2>/dev/null || kill -0 "${roots[1]}" 2>/dev/null || break; sleep 1; done
   for r in "${roots[@]}"; do kill -KILL -- "-$r" 2>/dev/null; wait "$r" 2>/dev/null; done
   say "$kind: ended after $((SECONDS - started)) s"
 }
