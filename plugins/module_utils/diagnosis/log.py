@@ -82,6 +82,9 @@ __all__ = ["MAX_BYTES", "MAX_FILE_BYTES", "NcclLogError", "TRANSPORTS", "read_nc
 
 TRANSPORTS = ("any", "socket", "ib", "efa")
 UNKNOWN_HOST = "unknown"
+# NCCL's socket connects that failed: a peer was there to reach.
+PEER_CONNECT_FAILURES = frozenset(("connect_refused", "connect_timeout", "no_route", "connect_failed",
+                                   "retry_exceeded"))
 _EVIDENCE_CHARS = 500
 _MEANINGS = 8192  # distinct NCCL messages remembered at once
 # Every substring a reader of lines that are not NCCL's own looks for (the rules, the job, the stages,
@@ -480,7 +483,9 @@ class _Log:
         for finding in findings:
             if finding["host"] in (UNKNOWN_HOST, default_host) and finding["rank"] is not None:
                 finding["host"] = self._rank_host(finding["rank"]) or finding["host"]
-        findings += self._derived(networks, settle)
+        # A failed connection to a peer shows another process to reach even in one node's log.
+        peers = any(finding["code"] in PEER_CONNECT_FAILURES for finding in findings)
+        findings += self._derived(networks, settle, peers)
         dumps_verdict = compare_dumps(self.dumps) if self.dumps else None
         if dumps_verdict:
             dumps_verdict["source"] = ", ".join(d["name"] for d in self.dumps)
@@ -585,11 +590,11 @@ class _Log:
     def _multi_node(self) -> bool:
         return len(self.hosts) > 1 or self.nodes > 1
 
-    def _derived(self, networks, settle) -> List[dict]:
+    def _derived(self, networks, settle, peers: bool = False) -> List[dict]:
         found = []
         physical = _physical_nics(self.hosts)
         for name, facts in self.hosts.items():
-            found += nic_findings(name, facts, networks, self._multi_node(), physical)
+            found += nic_findings(name, facts, networks, self._multi_node() or peers, physical)
             found += transport_findings(name, _transports(facts), self.expected)
         versions = version_findings({name: list(facts["versions"].items()) for name, facts in self.hosts.items()})
         found += versions

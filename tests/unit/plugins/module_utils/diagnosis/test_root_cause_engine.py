@@ -254,6 +254,20 @@ def test_a_virtual_nic_is_the_root_when_a_peer_connection_fails_after_it():
     assert next(f for f in result["findings"] if f["code"] == "connect_refused")["consequence_of"] == "virtual_nic"
 
 
+def test_one_node_s_log_with_a_virtual_nic_and_a_failed_connect_blames_the_nic():
+    # No nNodes line and one host only: the failed connect to a peer says there was another process.
+    text = ("node1:1:1 [0] NCCL INFO Bootstrap : Using docker0:172.17.0.1<0>\n"
+            "node1:1:1 [0] NCCL INFO NET/Socket : Using [0]docker0:172.17.0.1<0>\n"
+            "[rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
+            "system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n"
+            "Last error:\n"
+            "socketStartConnect: Connect to 172.17.0.1<39001> failed : Software caused connection abort\n")
+    assert (first(read_nccl_log(text))["code"], first(read_nccl_log(text))["host"]) == ("virtual_nic", "node1")
+    # Without a failed connection one node on docker0 is a single-node job: no finding about the NIC.
+    alone = read_nccl_log("\n".join(text.splitlines()[:2]) + "\n")
+    assert not any(f["code"] == "virtual_nic" for f in alone["findings"])
+
+
 def test_every_marker_holds_an_anchor():
     # The prefilter skips a line that holds no anchor: every needle must hold one.
     chosen = anchors(NEEDLES)
