@@ -142,6 +142,14 @@ RULES = (
           r"Network is unreachable)(?P<error>.+)",
           "NCCL could not open a connection to {peer}: {error}",
           FIX_NIC + "; " + FIX_PORTS),
+    # NCCL 2.19+'s proxy threads: "Proxy Call to rank 1 failed (Connect)", "[Service thread] Error
+    # encountered progressing operation=Connect, res=3", "[Proxy Service 3] Failed to execute operation Connect".
+    _rule("connect_failed", "error", ("Proxy Call to rank", "operation=Connect", "operation Connect"),
+          r"Proxy Call to rank (?P<peer>\d+) failed \(Connect\)|progressing operation=Connect|"
+          r"Failed to execute operation Connect",
+          "NCCL's proxy could not connect to a peer's network endpoint (the connection between the hosts "
+          "was refused, dropped or reset)",
+          FIX_NIC + "; " + FIX_PORTS),
     _rule("retry_exceeded", "error", ("retry count", "Maximum retry"),
           r"^(?!.*(?:refused|timed out)).*(?:exceeded (?:error )?retry count|retry count exceeded|"
           r"Maximum retry reached for connect)",
@@ -314,6 +322,14 @@ RULES = (
           r"[Cc]onnection closed by remote peer (?P<peer>\S+)",
           "{peer} closed the connection: that process exited (its own log has the first error) or the "
           "network between the hosts dropped the connection",
+          "find the rank that failed first and fix its error; if none failed, check the network between "
+          "the hosts (MTU, firewall, NIC)"),
+    # Gloo: "[.../gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.12]:28817", and its
+    # "Read error [10.0.0.12]:15045: Connection reset by peer".
+    _rule("remote_exited", "error", ("losed by peer [", "Connection reset by peer"),
+          r"(?:[Cc]onnection closed by peer|Read error) \[(?P<peer>[^\]]+)\]:\d+",
+          "the Gloo connection to {peer} closed: that process exited (its own log has the first error) or "
+          "the network between the hosts dropped the connection",
           "find the rank that failed first and fix its error; if none failed, check the network between "
           "the hosts (MTU, firewall, NIC)"),
     _rule("remote_exited", "error", "failed : ",

@@ -236,6 +236,16 @@ def test_a_torch_build_on_one_host_is_named():
      "ib_gid_error", "NCCL_IB_GID_INDEX"),
     ("[W socket.cpp:436] [c10d] The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address "
      "already in use).", "address_in_use", "29500"),
+    # NCCL 2.19+'s proxy threads report a failed connect without the socket's own line.
+    ("gpu1:22:40 [3] NCCL WARN [Service thread] Error encountered progressing operation=Connect, res=3, closing "
+     "connection", "connect_failed", "NCCL_SOCKET_IFNAME"),
+    ("gpu1:22:33 [3] proxy.cc:1234 NCCL WARN Proxy Call to rank 1 failed (Connect)", "connect_failed",
+     "NCCL_SOCKET_IFNAME"),
+    # Gloo's peer went away: a consequence of that peer's own failure.
+    ("[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
+     "[10.0.0.12]:28817", "remote_exited", "failed first"),
+    ("[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
+     "[10.0.0.12]:15045: Connection reset by peer", "remote_exited", "failed first"),
 ])
 def test_real_signatures_give_their_code_and_fix(line, code, words):
     root = first(read_nccl_log(line + "\n"))
