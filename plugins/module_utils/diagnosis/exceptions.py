@@ -101,7 +101,7 @@ class Tracebacks:
             return None
         state = self.open.get(key)
         if state is None:
-            return None
+            return self._alone(line) if "CUDA out of memory" in text else None
         state["lines"] += 1
         if state["lines"] > _MAX_TRACEBACK_LINES:
             del self.open[key]
@@ -130,6 +130,18 @@ class Tracebacks:
             return None
         made = exception_finding(code, exc_type, message, state["frame"])
         made["time"] = line_time(line) or state["time"]  # the traceback's start, when only it has a stamp
+        return made
+
+
+    @staticmethod
+    def _alone(line) -> Optional[dict]:
+        """A CUDA OOM exception line without its traceback (the last lines of a log, pasted): the
+        exception alone says whose error it is."""
+        match = _EXCEPTION.match(line.text.strip())
+        if not match or classify(match.group("type"), match.group("message") or "") != "cuda_oom":
+            return None
+        made = exception_finding("cuda_oom", match.group("type"), (match.group("message") or "").strip(), None)
+        made["time"] = line_time(line)
         return made
 
 

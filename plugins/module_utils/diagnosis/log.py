@@ -324,7 +324,8 @@ class _Log:
             self._loose_facts(line, source)
         self._findings(line, source)
         if not level:
-            if self.tracebacks.open or "Traceback" in text or "Exception ignored" in text or "above exception" in text:
+            if self.tracebacks.open or "Traceback" in text or "Exception ignored" in text or "above exception" in text \
+                    or "CUDA out of memory" in text:
                 self._own_error(line, source)
             if "ersion" in text or "torch==" in text:
                 self._runtime(line, source)

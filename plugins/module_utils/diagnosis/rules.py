@@ -372,6 +372,21 @@ RULES = (
           "look the Xid up in NVIDIA's Xid table; `nvidia-smi -q` for ECC and retired pages, reset or drain the GPU "
           "(79 and ECC errors are hardware: take the host out of the job), check power, cooling and the driver",
           own=True),
+    # More specific lines of a CUDA call failing inside NCCL first: GPU peer access (P2P) and NVLink SHARP.
+    _rule("cuda_error", "error", ("peer access is not supported", "peer mapping resources exhausted"),
+          r"Cuda failure (?:\d+ )?'(?P<error>peer access is not supported[^']*|peer mapping resources exhausted)'",
+          "NCCL could not map one GPU's memory into another ({error}): the GPUs have no peer-to-peer path "
+          "(a VM or container without P2P, PCIe ACS or the IOMMU in the way) or too many peers are mapped",
+          "NCCL_P2P_DISABLE=1 lets the job run through host memory (slower); for full speed give the VM or "
+          "container P2P (GPU passthrough of the whole PCIe switch), disable PCIe ACS, or boot with iommu=pt; "
+          "`nvidia-smi topo -p2p r` shows which pairs can"),
+    _rule("cuda_error", "error", "nvls",
+          r"nvls\.cc:\d+ NCCL WARN Cuda failure (?:\d+ )?'(?P<error>[^']*)'",
+          "a CUDA call NCCL makes to set up NVLink SHARP (NVLS) failed ({error}): the NVSwitch multicast it "
+          "needs is missing or refused (the Fabric Manager, a driver without it, a VM or container without "
+          "it, or an IMEX channel not granted)",
+          "NCCL_NVLS_ENABLE=0 turns it off (NCCL uses the other algorithms); check `nvidia-smi -q | grep -i "
+          "fabric` and that the Fabric Manager runs"),
     _rule("cuda_error", "error", ("Cuda failure", "unhandled cuda error", "Test CUDA failure"),
           r"Cuda failure (?P<error>.+)|unhandled cuda error|Test CUDA failure",
           "a CUDA call failed inside NCCL: a driver/CUDA mismatch, a GPU fault (see Xid in dmesg), or a "

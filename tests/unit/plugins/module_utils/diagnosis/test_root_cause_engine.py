@@ -241,6 +241,14 @@ def test_a_torch_build_on_one_host_is_named():
      "connection", "connect_failed", "NCCL_SOCKET_IFNAME"),
     ("gpu1:22:33 [3] proxy.cc:1234 NCCL WARN Proxy Call to rank 1 failed (Connect)", "connect_failed",
      "NCCL_SOCKET_IFNAME"),
+    # A CUDA failure inside NCCL says which path: GPU peer access (P2P), NVLink SHARP.
+    ("g1:1:1 [0] transport/p2p.cc:272 NCCL WARN Cuda failure 'peer access is not supported between these two "
+     "devices'", "cuda_error", "NCCL_P2P_DISABLE=1"),
+    ("g1:1:1 [2] transport/nvls.cc:254 NCCL WARN Cuda failure 1 'invalid argument'", "cuda_error",
+     "NCCL_NVLS_ENABLE=0"),
+    # The last line of a rank's OOM, pasted without its traceback.
+    ("[2025-10-16 22:16:08] node7: [rank5]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+     "cuda_oom", "batch size"),
     # Gloo's peer went away: a consequence of that peer's own failure.
     ("[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
      "[10.0.0.12]:28817", "remote_exited", "failed first"),
