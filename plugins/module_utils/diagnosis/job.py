@@ -65,7 +65,7 @@ _FORENSICS_RAS = "ncclkit-forensics: ras: "
 MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on signal", "srun: error:",
            "Process name: [[", "Exit code:", "OOMKilled", "Name:", "memory:",
            "(exitcode: ", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL", "Timed out waiting",
-           "GLOBAL_RANK: ") + _RENDEZVOUS_DONE
+           "GLOBAL_RANK") + _RENDEZVOUS_DONE
 
 # States of a process that cannot make progress in a collective.
 STUCK_STATES = {"T": "stopped (SIGSTOP or a debugger)", "t": "stopped by a tracer",
@@ -134,7 +134,7 @@ class JobEvidence:
             self._watchdog(line, origin)
         elif "Timed out waiting" in text:
             self._gloo_timeout(line, origin)
-        if "GLOBAL_RANK: " in text:
+        if "GLOBAL_RANK" in text:
             self._announce(text, origin)
         if not self.rendezvous_done:
             if any(marker in text for marker in _RENDEZVOUS_DONE):

@@ -144,7 +144,7 @@ RULES = (
           FIX_NIC + "; " + FIX_PORTS),
     # NCCL 2.19+'s proxy threads: "Proxy Call to rank 1 failed (Connect)", "[Service thread] Error
     # encountered progressing operation=Connect, res=3", "[Proxy Service 3] Failed to execute operation Connect".
-    _rule("connect_failed", "error", ("Proxy Call to rank", "operation=Connect", "operation Connect"),
+    _rule("connect_failed", "error", ("Proxy Call to rank", "=Connect", "ation Connect"),
           r"Proxy Call to rank (?P<peer>\d+) failed \(Connect\)|progressing operation=Connect|"
           r"Failed to execute operation Connect",
           "NCCL's proxy could not connect to a peer's network endpoint (the connection between the hosts "
@@ -326,7 +326,7 @@ RULES = (
           "the hosts (MTU, firewall, NIC)"),
     # Gloo: "[.../gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.12]:28817", and its
     # "Read error [10.0.0.12]:15045: Connection reset by peer".
-    _rule("remote_exited", "error", ("losed by peer [", "Connection reset by peer"),
+    _rule("remote_exited", "error", ("losed by peer [", "reset by peer"),
           r"(?:[Cc]onnection closed by peer|Read error) \[(?P<peer>[^\]]+)\]:\d+",
           "the Gloo connection to {peer} closed: that process exited (its own log has the first error) or "
           "the network between the hosts dropped the connection",
@@ -380,7 +380,7 @@ RULES = (
           "NCCL_P2P_DISABLE=1 lets the job run through host memory (slower); for full speed give the VM or "
           "container P2P (GPU passthrough of the whole PCIe switch), disable PCIe ACS, or boot with iommu=pt; "
           "`nvidia-smi topo -p2p r` shows which pairs can"),
-    _rule("cuda_error", "error", "nvls",
+    _rule("cuda_error", "error", "nvls.cc",
           r"nvls\.cc:\d+ NCCL WARN Cuda failure (?:\d+ )?'(?P<error>[^']*)'",
           "a CUDA call NCCL makes to set up NVLink SHARP (NVLS) failed ({error}): the NVSwitch multicast it "
           "needs is missing or refused (the Fabric Manager, a driver without it, a VM or container without "
