@@ -2,6 +2,7 @@
 
 - log: the public reader (files -> per-host facts, findings and a verdict).
 - lines: raw input -> lines (every prefix shape, .gz, CRLF, colours), and the parts of one line the rules read.
+- file_names: whose log a file is by its name (the host of a file per node, the rank of a file per rank).
 - rules: what a log line means (pattern -> code, severity, cause, fix).
 - timeline: when a line was written, on one scale for every stamp format, and the clock-skew margin.
 - exceptions: a rank's own Python exception (the final line of its traceback), quoted.

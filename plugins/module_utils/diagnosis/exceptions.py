@@ -8,7 +8,10 @@ report, whose "traceback :" field starts one).
 
 Exceptions that only say a peer failed (a closed connection, an NCCL or Gloo error, torchrun's
 ChildFailedError, a signal) are not a rank's own error: the rules of diagnosis.rules read those
-lines; here they are left out. CUDA out of memory is `cuda_oom`; any other exception `rank_exception`.
+lines; here they are left out, and so is an exception Python raised while handling one of them
+("During handling of the above exception, another exception occurred": torchrun's shutdown after a
+SIGTERM). CUDA out of memory is `cuda_oom`, also from its exception line alone (a log's last lines
+pasted without the traceback); any other exception `rank_exception`.
 """
 
 from __future__ import annotations
@@ -131,7 +134,6 @@ class Tracebacks:
         made = exception_finding(code, exc_type, message, state["frame"])
         made["time"] = line_time(line) or state["time"]  # the traceback's start, when only it has a stamp
         return made
-
 
     @staticmethod
     def _alone(line) -> Optional[dict]:

@@ -19,8 +19,9 @@ The result (a dict of plain JSON types):
     lines: how many lines were read
     notes: remarks about the input (not UTF-8, nothing recognised)
 Lines that name no host (torch tracebacks, bare Gloo errors) are given the host of their launcher
-label when an NCCL line with that label names one, else the only host their file names (one log
-per node), else the only host in the log, else default_host, else "unknown".
+label when an NCCL line with that label names one, else the only host their file's lines name (one
+log per node), else the host the file is named after (diagnosis.file_names: "node1.log"), else the
+only host in the log, else default_host, else "unknown".
 Inputs may also be PyTorch flight-recorder dumps (pickles, read by diagnosis.flight_recorder) and
 NCCL RAS JSON reports (diagnosis.ras); they add evidence about hangs but no lines.
 """
