@@ -6,7 +6,8 @@
 # Logs: WORK/h200-<kind>-node{0,1}.log (+ -ncclras.log), summary.txt.
 #
 #   benchmarks/h200_fault_kinds.sh WORK_DIR          (ran on the lent GPU machine; root)
-#   TIMEOUT=20 MAX_WAIT=45 benchmarks/h200_fault_kinds.sh WORK_DIR   (NCCL timeout, seconds a job may run)
+#   TIMEOUT=20 MAX_WAIT=45 KINDS="cuda_oom rank_stopped" benchmarks/h200_fault_kinds.sh WORK_DIR
+#   (NCCL timeout, seconds a job may run, which kinds)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 w=$1; mkdir -p "$w"
@@ -39,8 +40,10 @@ job() { # kind action [node1 env...]
   say "$kind: ended after $((SECONDS - started)) s"
 }
 
-job cuda_oom oom
-job rank_stopped stop
-job rank_killed kill
-job socket_ifname_missing "" NCCL_SOCKET_IFNAME=eth9
-job collective_desync desync
+# KINDS="cuda_oom rank_killed" runs only those (all five when unset).
+want() { [ -z "${KINDS:-}" ] || [[ " $KINDS " == *" $1 "* ]]; }
+want cuda_oom && job cuda_oom oom
+want rank_stopped && job rank_stopped stop
+want rank_killed && job rank_killed kill
+want socket_ifname_missing && job socket_ifname_missing "" NCCL_SOCKET_IFNAME=eth9
+want collective_desync && job collective_desync desync
