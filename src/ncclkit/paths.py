@@ -90,4 +90,3 @@ def collection_version(root: Path) -> str:
 
 def site_playbook(root: Path) -> Path:
     return root / "site.yml" if (root / "site.yml").is_file() else root / "playbooks" / "site.yml"
-

@@ -90,8 +90,8 @@ _EVIDENCE_CHARS = 500
 _MEANINGS = 8192  # distinct NCCL messages remembered at once
 # Every substring a reader of lines that are not NCCL's own looks for (the rules, the job, the stages,
 # tracebacks, versions), and a few short pieces that every one of them holds.
-_MARKERS = NEEDLES + JOB_MARKERS + STAGE_MARKERS + CHAINED + (TRACEBACK, IGNORED, "ersion", "torch==", "NCCL version",
-                                                               "Test ")
+_MARKERS = (NEEDLES + JOB_MARKERS + STAGE_MARKERS + CHAINED
+            + (TRACEBACK, IGNORED, "ersion", "torch==", "NCCL version", "Test "))
 _LINE_ANCHORS = anchors(_MARKERS)
 # Two-letter pieces first: a line holding none of these (most lines) is passed over after 17 tests, not 47.
 _LINE_PAIRS = anchors(_MARKERS, 2)

@@ -68,4 +68,3 @@ def gpudirect_fact(run):
     words = {"in use": "in use", "partly": "on some channels only", "not in use": "not in use (staged through host memory)"}
     return "GPUDirect RDMA: " + "; ".join(f"{words.get(state, state)} ({', '.join(names)})"
                                           for state, names in sorted(states.items()))
-

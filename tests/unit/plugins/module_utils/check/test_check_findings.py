@@ -154,8 +154,8 @@ def test_gpudirect_on_efa_is_efa_s_own_module_not_nvidia_peermem():
 
     # nvidia_peermem loaded on an EFA host (p4d, p5) says nothing of EFA: no warning that GDR is off.
     efa = found(transport="efa", nvidia_peermem=True, efa_nv_peermem=False)
-    assert ("gpudirect_rdma_unconfirmed", "info") in efa and not any(code == "gpudirect_rdma_off" for code, _ in efa)
-    assert not any(code.startswith("gpudirect") for code, _ in found(transport="efa", efa_nv_peermem=True))
+    assert ("gpudirect_rdma_unconfirmed", "info") in efa and not any(code == "gpudirect_rdma_off" for code, dummy in efa)
+    assert not any(code.startswith("gpudirect") for code, dummy in found(transport="efa", efa_nv_peermem=True))
     # InfiniBand keeps its rule.
     assert ("gpudirect_rdma_off", "warning") in found(transport="ib", nvidia_peermem=False)
-    assert not any(code.startswith("gpudirect") for code, _ in found(transport="ib", nvidia_peermem=True))
+    assert not any(code.startswith("gpudirect") for code, dummy in found(transport="ib", nvidia_peermem=True))
