@@ -28,6 +28,8 @@ _SRUN = re.compile(r"srun: error: (?P<node>[\w.\-]+): tasks? (?P<rank>\d+)(?:[-,
                    r"|Exited with exit code (?P<code>\d+))")
 # torchrun's agent: "failed (exitcode: -9) local_rank: 0 (pid: 1747) of binary: ..."
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
+# DeepSpeed's launcher: "['/usr/bin/python', '-u', 'train.py', '--local_rank=1'] exits with return code = -9"
+_DEEPSPEED_EXIT = re.compile(r"\] exits with return code = (?P<code>-?\d+)")
 # torchrun's ChildFailedError report: "  host      : node1", "  rank      : 1 (local_rank: 0)", ...
 _CHILD_FIELD = re.compile(r"^\s*(?P<key>host|rank|exitcode|traceback|time)\s*: (?P<value>.*\S)")
 _CHILD_BLOCK = re.compile(r"^\s*\[\d+\]:\s*$")
@@ -64,7 +66,7 @@ _FORENSICS_RAS = "ncclkit-forensics: ras: "
 # (The rendezvous' start markers are looked for only while no rendezvous is known: see watching().)
 MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on signal", "srun: error:",
            "Process name: [[", "Exit code:", "OOMKilled", "Name:", "memory:",
-           "(exitcode: ", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL", "Timed out waiting",
+           "(exitcode: ", "exits with return code", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL", "Timed out waiting",
            "GLOBAL_RANK") + _RENDEZVOUS_DONE
 
 # States of a process that cannot make progress in a collective.
@@ -128,6 +130,8 @@ class JobEvidence:
             self._match_death(_SRUN, text, origin, "srun")
         elif "(exitcode: " in text:
             self._match_death(_AGENT_FAILED, text, origin, "agent")
+        elif "exits with return code" in text:
+            self._deepspeed_exit(text, origin)
         elif "ut of memory" in text or "oom-kill:" in text:
             self._match_death(_OOM, text, origin, "oom")
         elif "Watchdog caught" in text:
@@ -194,6 +198,14 @@ class JobEvidence:
             death.update(pid=groups["pid"] or groups["pid2"], signal=9, oom=True,
                          comm=groups["comm"] or groups["comm2"], oom_host=self._line_host)
         self.deaths.append(death)
+
+    def _deepspeed_exit(self, text, origin) -> None:
+        match = _DEEPSPEED_EXIT.search(text)
+        if not match or match.group("code") == "0":
+            return
+        code = int(match.group("code"))
+        self.deaths.append({"how": "deepspeed", "origin": origin(), "host": self._line_host,
+                            **({"signal": -code} if code < 0 else {"exitcode": code})})
 
     def _kubernetes(self, text, origin) -> None:
         # `kubectl describe pod`: "Name: trainjob-worker-1", "Node: gpu-node-14/10.12.0.14", "Reason: OOMKilled".

@@ -303,7 +303,7 @@ def _death_finding(death: dict, job, settle_host) -> dict:
     named = (nccl or {}).get("host") or death.get("host") or death.get("node")
     host = settle_host(named)
     who = f"rank {rank}" if rank is not None else f"pod {death['pod']}" if death.get("pod") else \
-        f"pid {death.get('pid')}"
+        f"pid {death['pid']}" if death.get("pid") else "a worker process (its launcher names no rank or pid)"
     where = f" on {named}" if named else ""
     pid = death.get("pid") or (nccl or {}).get("pid")
     notes = [f"pid {pid}"] if pid and rank is not None else []

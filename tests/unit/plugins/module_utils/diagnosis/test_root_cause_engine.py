@@ -456,3 +456,13 @@ def test_an_exception_raised_while_handling_a_signal_or_a_peer_s_error_is_not_th
     causes = [f["cause"] for f in read_nccl_log(own)["findings"] if f["code"] == "rank_exception"]
     assert any("KeyError: 'shard'" in cause for cause in causes), causes
     assert any("ValueError: no data for step 6" in cause for cause in causes), causes
+
+
+def test_deepspeed_s_launcher_reports_a_worker_s_death():
+    text = ("[2025-01-01 10:00:00,000] [ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python', '-u', "
+            "'train.py', '--local_rank=1'] exits with return code = -9\n")
+    root = first(read_nccl_log(text))
+    assert root["code"] == "rank_killed" and "signal 9" in root["cause"] and "pid None" not in root["cause"]
+    failed = first(read_nccl_log(text.replace("= -9", "= 1")))
+    assert failed["code"] == "rank_failed" and "exited with code 1" in failed["cause"]
+    assert read_nccl_log(text.replace("= -9", "= 0"))["verdict"].startswith("NOTHING TO JUDGE")
