@@ -140,7 +140,8 @@ findings:
         torch and Gloo: C(gloo_connect_failed), C(rendezvous_connection_error), C(rendezvous_timeout),
         C(collective_timeout), C(child_failed). The job: C(rank_exception) (a rank's own Python exception,
         quoted), C(cuda_oom), C(oom_killed), C(rank_killed), C(rank_failed), C(collective_desync),
-        C(hang_in_collective), C(hang_in_rendezvous), C(incomplete_run), C(completion_unknown). Ranks and
+        C(hang_in_collective), C(hang_in_rendezvous), C(incomplete_run), C(completion_unknown),
+        C(launch_failed) (the launcher could not start the program on a host). Ranks and
         hosts that differ: C(runtime_version_mismatch), C(nccl_setting_mismatch). Containers and fabrics:
         C(shm_too_small), C(ib_gid_error), C(efa_av_insert_failed). NCCL and CUDA results: C(nccl_system_error),
         C(nccl_internal_error), C(cuda_not_initialized), C(cuda_error), C(test_nccl_failure),

@@ -171,6 +171,37 @@ RULES = (
           "gives a container 64 MB)",
           "give the container more shared memory: `docker run --shm-size=16g` (or `--ipc=host`), or fewer "
           "DataLoader workers"),
+    # The launcher could not start the program on a host: SSH, Open MPI's daemons, the executable or
+    # a library it links. Nothing of NCCL ran there.
+    _rule("launch_failed", "error", "(publickey",
+          r"(?:(?P<peer>[\w.\-]+): )?Permission denied \(publickey",
+          "SSH refused the key{at}: the launcher (mpirun, pdsh, a hostfile launcher) could not start the "
+          "program there",
+          "give every host the controller's key in ~/.ssh/authorized_keys (nccl_profile's SSH trust sets it up "
+          "between the cluster's hosts), and check `ssh HOST true` from the launching host"),
+    _rule("launch_failed", "error", ("connect to host", "not resolve hostname"),
+          r"ssh: (?:connect to host (?P<host>\S+) port (?P<port>\d+): (?P<error>.+)|Could not resolve "
+          r"hostname (?P<name>\S+?):? (?P<reason>.+))",
+          "SSH could not reach a host of the job ({quoted}): the launcher could not start the program there",
+          "check that the host name resolves on the launching host and that port 22 is open between the hosts "
+          "(`ssh HOST true`); the hostfile must name the hosts by names or addresses they answer on"),
+    _rule("launch_failed", "error", ("unable to reliably start one or more daemons", "lost communication"),
+          r"(?:ORTE|PRTE) (?:was unable to reliably start one or more daemons|has lost communication with a "
+          r"remote daemon)",
+          "Open MPI could not start (or lost) its daemon on a remote host: SSH to that host failed, or the "
+          "remote host has no (or another) Open MPI in the non-interactive shell's PATH",
+          "run `ssh HOST which orted prted` from the launching host: the same Open MPI must be found there; "
+          "pass `--prefix /opt/openmpi` (or set PATH in ~/.bashrc before its interactive guard)"),
+    _rule("launch_failed", "error", "could not access",
+          r"mpirun was unable to launch the specified application as it could not access",
+          "mpirun could not find or execute the program on a host (the path differs or it was not built there)",
+          "install the program at the same path on every host (the `Executable:` and `Node:` lines above name "
+          "which)"),
+    _rule("launch_failed", "error", "error while loading shared libraries",
+          r"error while loading shared libraries: (?P<lib>\S+?): cannot open shared object file",
+          "the program could not start: the library {lib} is not found by the dynamic loader",
+          "install it on every host, or add its folder to LD_LIBRARY_PATH (or ld.so.conf) where the launcher "
+          "starts the program; `ldd PROGRAM` shows what is missing"),
     _rule("efa_av_insert_failed", "error", "address vector",
           r"Unable to insert remote address into address vector",
           "EFA could not add a peer's address (\"Unable to insert remote address into address vector\"): the "
@@ -277,6 +308,12 @@ RULES = (
           "failed before it published it, or the store (MASTER_ADDR:MASTER_PORT) became unreachable",
           "find why rank {src} stopped (its own log: an exception, OOM or signal comes first); if it runs, "
           + FIX_RENDEZVOUS),
+    _rule("rendezvous_connection_error", "error", "any network address of",
+          r"failed to connect to any network address of \((?P<name>[^,)]+), (?P<port>\d+)\)",
+          "torch could not reach the rendezvous store at {name} port {port} on any of its addresses: the name "
+          "does not resolve on this host (getaddrinfo), or no address of it answers",
+          "set MASTER_ADDR (--master-addr, --rdzv_endpoint) to an address or a name every node resolves "
+          "(`getent hosts NAME` on each node), on the cluster network; " + FIX_PORTS),
     _rule("rendezvous_connection_error", "error", "RendezvousConnectionError",
           r"RendezvousConnectionError",
           "torchrun could not connect to the C10d rendezvous store at --rdzv_endpoint",
@@ -439,7 +476,7 @@ RULES = (
 
 # Root causes first, consequences last: the order findings of one severity are listed in.
 PRIORITY = (
-    "oom_killed", "cuda_oom", "rank_exception",
+    "oom_killed", "cuda_oom", "rank_exception", "launch_failed",
     "no_socket_interface", "nic_outside_cluster", "loopback_nic", "virtual_nic", "nccl_version_mismatch",
     "runtime_version_mismatch", "nccl_setting_mismatch",
     "socket_instead_of_ib", "socket_instead_of_efa", "duplicate_gpu", "shm_too_small", "efa_av_insert_failed",
