@@ -106,16 +106,19 @@ def read_nccl_log(data, cluster_cidr=None, cluster_ips=None, expected_transport:
 
 
 def read_nccl_log_files(paths, cluster_cidr=None, cluster_ips=None, expected_transport: str = "any",
-                        default_host: Optional[str] = None, max_bytes: int = MAX_FILE_BYTES) -> dict:
+                        default_host: Optional[str] = None, max_bytes: int = MAX_FILE_BYTES,
+                        file_hosts: Optional[Dict[str, str]] = None) -> dict:
     """Diagnose several log files as one log (all ranks of a job); max_bytes caps their total.
 
     Files are read line by line, so memory stays small whatever their size. A path may also be an
-    open binary file object (stdin's buffer), named by its `name` attribute.
+    open binary file object (stdin's buffer), named by its `name` attribute. file_hosts: {path: host}
+    for a caller that knows whose log a file is (a launcher's log per host); it is used where the
+    file's name would be.
     """
     if isinstance(paths, (str, bytes, os.PathLike)) or hasattr(paths, "read"):
         paths = [paths]
     return _diagnose([(_name(path), path, True) for path in paths], cluster_cidr, cluster_ips, expected_transport,
-                     default_host, max_bytes)
+                     default_host, max_bytes, {os.fsdecode(k): v for k, v in (file_hosts or {}).items()})
 
 
 def _name(path) -> str:
@@ -127,14 +130,15 @@ def _name(path) -> str:
     return os.fsdecode(path)
 
 
-def _diagnose(sources, cluster_cidr, cluster_ips, expected_transport, default_host, max_bytes) -> dict:
+def _diagnose(sources, cluster_cidr, cluster_ips, expected_transport, default_host, max_bytes,
+              file_hosts=None) -> dict:
     if expected_transport not in TRANSPORTS:
         raise NcclLogError(f"expected_transport must be one of {', '.join(TRANSPORTS)}, not {expected_transport!r}")
     try:
         networks = parse_networks(cluster_cidr, cluster_ips)
     except (TypeError, ValueError) as error:
         raise NcclLogError(str(error)) from None
-    log = _Log(expected_transport)
+    log = _Log(expected_transport, file_hosts)
     budget = [max_bytes]
     # The cyclic garbage collector would scan every fact kept so far again and again while millions of
     # short-lived lines go by (15 % of the time on a 1 GiB log of 92000 ranks); what the reader builds
@@ -241,8 +245,9 @@ def _new_host() -> dict:
 class _Log:
     """What the lines said so far; hosts of unlabelled lines are settled at the end."""
 
-    def __init__(self, expected_transport: str):
+    def __init__(self, expected_transport: str, file_hosts: Optional[Dict[str, str]] = None):
         self.expected = expected_transport
+        self.file_hosts = file_hosts or {}  # source -> the host whose log it is, as the caller knows it
         self.hosts: Dict[str, dict] = {}
         self.label_hosts: Dict[str, str] = {}
         self.pending: Dict[tuple, dict] = {}  # (code, host, label, source, cause) -> first finding, with a count
@@ -462,7 +467,7 @@ class _Log:
         def settle(label, source=None):
             named = self.source_hosts.get(source, ())
             return (self.label_hosts.get(label) or (next(iter(named)) if len(named) == 1 else None)
-                    or file_host(source, self.hosts) or fallback)
+                    or self.file_hosts.get(source) or file_host(source, self.hosts) or fallback)
 
         self._place_announced(settle)
 

@@ -342,8 +342,7 @@ def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) ->
         return None
     if job.init_started and not job.init_done_hosts:
         return None  # no communicator finished init: not a collective hang
-    if job.timeouts and not job.init_done_hosts and min(t["seq"] if t["seq"] is not None else 2
-                                                        for t in job.timeouts) <= 1:
+    if not job.init_done_hosts and any(t["seq"] is not None and t["seq"] <= 1 for t in job.timeouts):
         return None  # the first collective is where NCCL connects: this may be the network (Gloo connects before)
     reasons, rank, host, origin = [], None, None, None
     if stuck:

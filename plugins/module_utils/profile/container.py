@@ -15,9 +15,9 @@ host's package put it). Each value the container cannot use as it is is changed 
 
 from __future__ import annotations
 
-import os
-import re
 from typing import Dict, List, Tuple
+
+from ansible_collections.ncclkit.cluster.plugins.module_utils.common.nccl_plugins import short_plugin_name
 
 # NCCL's plugins named by a path up to NCCL 2.20's libnccl-<kind>-<name>.so convention.
 _PLUGINS = {"NCCL_NET_PLUGIN": "net", "NCCL_TUNER_PLUGIN": "tuner", "NCCL_PROFILER_PLUGIN": "profiler"}
@@ -35,7 +35,7 @@ def container_env(env: Dict[str, str]) -> Tuple[Dict[str, str], List[str]]:
     for name, value in sorted((env or {}).items()):
         text = str(value)
         if name in _PLUGINS and text.startswith("/"):
-            short = _short_plugin_name(text, _PLUGINS[name])
+            short = short_plugin_name(text, _PLUGINS[name])
             if short:
                 kept[name] = short
                 notes.append(f"{name}: {short} instead of the host's path {text} (the image's loader finds it)")
@@ -47,7 +47,3 @@ def container_env(env: Dict[str, str]) -> Tuple[Dict[str, str], List[str]]:
             kept[name] = text
     return kept, notes
 
-
-def _short_plugin_name(path: str, kind: str) -> str:
-    match = re.fullmatch(rf"libnccl-{kind}-(.+)\.so(?:\.\d+)*", os.path.basename(path))
-    return match.group(1) if match else ""

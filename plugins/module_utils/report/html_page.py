@@ -439,8 +439,9 @@ def _run_facts(run):
         if perf.get("peak_busbw_gbps") is not None:
             facts.append("peak busbw {0} GB/s at {1}".format(number(perf["peak_busbw_gbps"]), human_size(
                 perf.get("peak_busbw_size_bytes") if "peak_busbw_size_bytes" in perf else perf.get("bytes"))))
-    if gpudirect_fact(run):
-        facts.append(gpudirect_fact(run))
+    gpudirect = gpudirect_fact(run)
+    if gpudirect:
+        facts.append(gpudirect)
     return facts
 
 

@@ -107,8 +107,9 @@ def _run_section(run):
         elif perf.get("peak_busbw_gbps") is not None:
             facts.append("peak busbw {0} GB/s at {1}".format(
                 number(perf["peak_busbw_gbps"]), human_size(perf.get("peak_busbw_size_bytes"))))
-    if gpudirect_fact(run):
-        facts.append(gpudirect_fact(run))
+    gpudirect = gpudirect_fact(run)
+    if gpudirect:
+        facts.append(gpudirect)
     lines += ["- " + "; ".join(facts)]
     lines += ["- " + _md(line.strip()) for line in run["reasons"][1:] if line.startswith("  ")]
     lines.append("")

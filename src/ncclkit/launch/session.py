@@ -321,7 +321,7 @@ class Launch:
         """The first failure: name it through the diagnosis engine, then stop the job everywhere."""
         self.mark("failure seen")
         self.state["status"] = "failed"
-        result = verdict.diagnose(list(self.logs_paths()))
+        result = verdict.diagnose(list(self.logs_paths()), self.log_hosts())
         named = verdict.failure_finding(result, failed, dict(self.exceptions.last), self.hosts_of_rank())
         self.findings.insert(0, named)
         self.mark("named")
@@ -332,10 +332,14 @@ class Launch:
     def hosts_of_rank(self) -> dict:
         return {rank: host for (host, dummy), rank in self.rank_of.items()}
 
+    def log_hosts(self) -> dict:
+        """{the host's log: the host}: whose log each file is, for the engine's lines without a host."""
+        return {self.folder / f"{host.name}.log": host.name for host in self.hosts}
+
     def logs_paths(self):
         for handle in self.logs.values():
             handle.flush()
-        return [self.folder / f"{host.name}.log" for host in self.hosts] + sorted(self.folder.glob("fr/*")) + \
+        return list(self.log_hosts()) + sorted(self.folder.glob("fr/*")) + \
             ([self.folder / "forensics.log"] if (self.folder / "forensics.log").exists() else [])
 
     def check_stall(self, now: float) -> None:
@@ -346,7 +350,8 @@ class Launch:
         self.collect_dumps()
         with record.private_file(self.folder / "forensics.log", "wb") as handle:
             handle.write("\n".join(verdict.forensics_lines(self.samples, stall)).encode() + b"\n")
-        named = verdict.hang_finding(verdict.diagnose(list(self.logs_paths())), stall, self.hosts_of_rank())
+        result = verdict.diagnose(list(self.logs_paths()), self.log_hosts())
+        named = verdict.hang_finding(result, stall, self.hosts_of_rank())
         self.stall_reported = named
         self.findings.insert(0, named)
         self.timings.pop("named", None)

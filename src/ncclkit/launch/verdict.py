@@ -51,13 +51,14 @@ def forensics_lines(samples: dict, stall: dict | None) -> list[str]:
     return lines
 
 
-def diagnose(paths: list[Path]) -> dict | None:
-    """The engine's result for the run folder's files, or None when there is nothing to read."""
+def diagnose(paths: list[Path], file_hosts: dict | None = None) -> dict | None:
+    """The engine's result for the run folder's files, or None when there is nothing to read.
+    file_hosts: {path: inventory host} of the logs per host, for lines that name no machine."""
     readable = [str(path) for path in paths if path.is_file() and path.stat().st_size > 0]
     if not readable:
         return None
     try:
-        return read_nccl_log_files(readable)
+        return read_nccl_log_files(readable, file_hosts={str(path): host for path, host in (file_hosts or {}).items()})
     except NcclLogError:
         return None
 
@@ -87,10 +88,6 @@ def failure_finding(result: dict | None, failed: dict, exceptions: dict, hosts_o
     quote = exceptions.get((host, rank)) if rank is not None else _only(exceptions, host)
     if first:
         first = dict(first, consequence_of=None)
-        if first.get("host") in (None, "unknown"):
-            # The engine read a log line that names no machine: the launcher that reported the
-            # failure says where it ran.
-            first.update(host=host, rank=first.get("rank") if first.get("rank") is not None else rank)
         quote = exceptions.get((first.get("host"), first.get("rank"))) or quote
         if first["code"] in DEATH_CODES and quote and quote not in first["cause"]:
             first = dict(first, cause=f"{first['cause']}: {quote}")

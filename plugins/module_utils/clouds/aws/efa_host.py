@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.ncclkit.cluster.plugins.module_utils.common.nccl_plugins import short_plugin_name
 from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import rdma_ports
 
 EFA_DRIVER = "efa"
@@ -85,9 +86,7 @@ def plugin_setting(plugin: str, nccl_versions) -> str:
     versions = [_version(text) for text in nccl_versions or ()]
     if versions and all(version and version >= PLUGIN_PATH_SINCE for version in versions):
         return plugin
-    name = os.path.basename(plugin)
-    match = re.fullmatch(r"libnccl-net-(.+)\.so", name)
-    return match.group(1) if match else ""
+    return short_plugin_name(plugin)
 
 
 def efa_env(cloud_env: dict, plugin: str, nccl_versions=()) -> dict:

@@ -483,3 +483,13 @@ def test_deepspeed_s_launcher_reports_a_worker_s_death():
     failed = first(read_nccl_log(text.replace("= -9", "= 1")))
     assert failed["code"] == "rank_failed" and "exited with code 1" in failed["cause"]
     assert read_nccl_log(text.replace("= -9", "= 0"))["verdict"].startswith("NOTHING TO JUDGE")
+
+
+def test_a_caller_that_knows_whose_log_a_file_is_names_its_host(tmp_path):
+    # launch writes one log per inventory host; the name "trainer.log" alone names no host.
+    log = tmp_path / "trainer.log"
+    log.write_text("[rank1]: Traceback (most recent call last):\n"
+                   '[rank1]:   File "/srv/train.py", line 4, in step\n'
+                   "[rank1]: ValueError: bad batch\n")
+    assert first(read_nccl_log_files([str(log)]))["host"] == "unknown"
+    assert first(read_nccl_log_files([str(log)], file_hosts={str(log): "gpu-a"}))["host"] == "gpu-a"
