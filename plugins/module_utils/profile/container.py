@@ -46,4 +46,3 @@ def container_env(env: Dict[str, str]) -> Tuple[Dict[str, str], List[str]]:
         else:
             kept[name] = text
     return kept, notes
-
