@@ -5,10 +5,12 @@
         counted by a cpuacct cgroup of their own) and the time until every host's launcher started,
         for a job of --job-s seconds: a stand-in launcher (a Python script that starts the script as
         torchrun would, one rank per host) and a sleeping rank; --no-check.
-    python benchmarks/launch_goals.py lightning [--healthy 10] [--failures 3]
-        on a 2-node lab with the NCCL profile: healthy Lightning jobs over Gloo with a checkpoint on
-        rank 0 and a validation pass, each longer than --stall-after (false alarms counted), then
-        rank exceptions (named after the rank's exit) and SIGSTOPped ranks (named after the stop).
+    python benchmarks/launch_goals.py lightning [--nodes 2] [--healthy 10] [--healthy-s 300]
+                                                [--failures 3] [--stall-after 60]
+        on a lab of --nodes nodes with the NCCL profile: healthy Lightning jobs over Gloo with a
+        checkpoint on rank 0 and a validation pass, each longer than --stall-after, the training
+        steps filling the job to about --healthy-s seconds (0: six steps) (false alarms counted),
+        then rank exceptions (named after the rank's exit) and SIGSTOPped ranks (named after the stop).
 
 Prints one JSON line per run and a summary; docs/benchmarks.md has the figures.
 """
@@ -126,7 +128,12 @@ def lightning(args) -> None:
     lab = Lab(INDICES[0])
     work = Path(tempfile.mkdtemp(prefix="launch-bench-"))
     lab.down()
-    assert lab.up(nodes=2, inventory_path=work / "hosts.yml") is True
+    assert lab.up(nodes=args.nodes, inventory_path=work / "hosts.yml") is True
+    nodes = [f"node{number}" for number in range(1, args.nodes + 1)]
+    pause_s = args.stall_after + 4  # the checkpoint and the validation pass: each longer than --stall-after
+    # Training steps (0.16 s each, as measured on the lab) and the start (about 15 s) fill the rest
+    # of --healthy-s.
+    steps = max(6, int((args.healthy_s - 2 * pause_s - 15) / 0.16)) if args.healthy_s else 6
     results = {"healthy": [], "exception": [], "sigstop": []}
     try:
         played = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(lab.inventory_path),
@@ -136,8 +143,8 @@ def lightning(args) -> None:
                                 check=False)
         assert played.returncode == 0, played.stdout[-2000:]
         job = "tests/lab/launch_job.py"
-        plans = ([("healthy", ["--steps", "6", "--checkpoint-s", str(args.stall_after + 4),
-                               "--validate-s", str(args.stall_after + 4)], [])] * args.healthy
+        plans = ([("healthy", ["--steps", str(steps), "--checkpoint-s", str(pause_s),
+                               "--validate-s", str(pause_s)], [])] * args.healthy
                  + [("exception", ["--fail-rank", "1", "--fail-step", "2", "--steps", "40"], [])] * args.failures
                  + [("sigstop", ["--stop-rank", "1", "--stop-step", "2", "--steps", "40"], ["--stop-on-hang"])]
                  * args.failures)
@@ -145,16 +152,17 @@ def lightning(args) -> None:
             events_file = f"/tmp/launch-bench-events-{os.getpid()}-{number}.txt"
             document, wall, dummy = run_launch(
                 lab.inventory_path, work / "runs", ["--no-check", "--stall-after", str(args.stall_after),
-                                                    "--chdir", str(REPO_ROOT), "--timeout", "300", *options],
+                                                    "--chdir", str(REPO_ROOT),
+                                                    "--timeout", str(int(max(300, 2 * args.healthy_s))), *options],
                 [job, "--events", events_file, *job_args])
             events = {}
-            for node in ("node1", "node2"):
+            for node in nodes:
                 text = lab.exec(node, ["cat", events_file], capture_output=True, text=True).stdout
                 for match in EVENT.finditer(text):
                     events[(int(match["rank"]), match["event"])] = float(match["t"]) - document["started_at"]
             timings = document["timings_s"]
             first = document["findings"][0] if document["findings"] else {}
-            row = {"kind": kind, "exit_code": document["exit_code"], "wall_s": round(wall, 1),
+            row = {"kind": kind, "nodes": args.nodes, "exit_code": document["exit_code"], "wall_s": round(wall, 1),
                    "code": first.get("code"), "host": first.get("host"), "rank": first.get("rank"),
                    "false_alarm": kind == "healthy" and any(f["code"] == "hang_in_collective"
                                                             for f in document["findings"]),
@@ -171,7 +179,7 @@ def lightning(args) -> None:
     finally:
         lab.down()
         shutil.rmtree(work, ignore_errors=True)
-    print(json.dumps({"summary": "lightning", "stall_after_s": args.stall_after,
+    print(json.dumps({"summary": "lightning", "nodes": args.nodes, "stall_after_s": args.stall_after,
                       "healthy_runs": len(results["healthy"]),
                       "false_alarms": sum(r["false_alarm"] for r in results["healthy"]),
                       "healthy_exit_0": sum(r["exit_code"] == 0 for r in results["healthy"]),
@@ -189,7 +197,9 @@ def main() -> int:
     one.add_argument("--job-s", type=float, default=30)
     one.add_argument("--repeats", type=int, default=2)
     two = sub.add_parser("lightning")
+    two.add_argument("--nodes", type=int, default=2)
     two.add_argument("--healthy", type=int, default=10)
+    two.add_argument("--healthy-s", type=float, default=0, help="a healthy job's length (0: six steps)")
     two.add_argument("--failures", type=int, default=3)
     two.add_argument("--stall-after", type=int, default=8)
     args = parser.parse_args()

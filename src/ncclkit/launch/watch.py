@@ -3,10 +3,14 @@ process state, the main thread's Python stack (py-spy), CPU time and storage I/O
 
 A rank moves between two samples when it is not stopped (T, t, Z) and its main thread's stack
 changed, or it read or wrote storage (a checkpoint), or, with no stack to compare, its main thread
-used CPU. A rank whose stack stays put does not move whatever its CPU: NCCL's wait, and a CUDA call
-queued behind an NCCL kernel that waits, spin. The job stalls when no rank moved for `stall_after`
-seconds after every rank joined; the suspects are the ranks that are stopped, else those outside a
-collective while others wait in one.
+used CPU. A rank whose stack stays put while its main thread uses CPU is *busy*: a training loop
+sampled at the same line every time (a step that spends its time in one call) looks like that, and
+so do NCCL's wait and a CUDA call queued behind an NCCL kernel that waits, which spin. So CPU with
+the stack put counts only outside a collective, and only while not every other rank is stopped or
+waits in one: the job stalls when no rank moved for `stall_after` seconds after every rank joined,
+unless some rank was busy and some other rank neither stopped nor waited. The suspects are the
+ranks that are stopped, else those outside a collective while others wait in one (a busy rank among
+waiting ones is such a rank: stuck in a loop of its own).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ class RankView:
     seen: float
     moved: float
     first_seen: float
+    busy: float | None = None  # when its CPU last grew with its stack put, outside a collective
 
 
 @dataclass
@@ -66,7 +71,10 @@ class StallWatch:
             old = self.ranks.get(item["rank"])
             stack = item.get("stack") if "stack" in item and item.get("stack") else None
             view = RankView(host, item["rank"], item["pid"], item["state"], stack, item.get("main_cpu"),
-                            item.get("io"), now, old.moved if old else now, old.first_seen if old else now)
+                            item.get("io"), now, old.moved if old else now, old.first_seen if old else now,
+                            old.busy if old and old.pid == item["pid"] else None)
+            if old is not None and old.pid == view.pid and busy(old, view):
+                view.busy = now
             if old is None or old.pid != view.pid:
                 if old is None:
                     events.append(f"ranks started {len(self.ranks) + 1}/{self.world or '?'}")
@@ -94,10 +102,26 @@ class StallWatch:
             return None
         if self.reported_since is not None and last > self.reported_since:
             self.reported_since = None  # it moved again: a later stall is a new one
-        if now - last < self.stall_after or self.reported_since is not None:
+        if now - last < self.stall_after or self.reported_since is not None or self._busy_elsewhere(now):
             return None
         self.reported_since = last
         return {"since": last, "seconds": round(now - last, 1), **suspects(list(self.ranks.values()))}
+
+
+    def _busy_elsewhere(self, now: float) -> bool:
+        """Some rank was busy lately and some other rank was neither stopped nor waiting: a loop
+        sampled at the same line on every rank, not a hang."""
+        views = list(self.ranks.values())
+        recent = [v for v in views if v.busy is not None and now - v.busy < self.stall_after]
+        others = [v for v in views if v not in recent]
+        return bool(recent) and (not others or any(v.state not in STOPPED and v.state != "D"
+                                                   and not (v.stack and in_collective(v.stack)) for v in others))
+
+
+def busy(old: RankView, new: RankView) -> bool:
+    """Its main thread used CPU with its stack put, outside a collective."""
+    return (new.state not in STOPPED and new.stack is not None and new.stack == old.stack
+            and not in_collective(new.stack) and _grew(old.main_cpu, new.main_cpu, 1))
 
 
 def moved(old: RankView, new: RankView, tick: float = 100) -> bool:

@@ -89,6 +89,29 @@ def test_watch_a_spinning_rank_with_its_stack_put_does_not_move():
     assert stall and stall["suspects"][0]["rank"] == 1
 
 
+def test_watch_a_training_loop_sampled_at_the_same_line_on_every_rank_is_not_a_stall():
+    # A step that spends its time in one call: every sample of every rank shows the same stack, in
+    # user code, while the CPU grows (benchmarks/launch_goals.py's 5-minute job showed this).
+    loop = ["busy (launch_job.py:45)", "training_step (launch_job.py:103)", "closure (automatic.py:131)"]
+    watch = StallWatch(stall_after=10)
+    for t in range(0, 100, 2):
+        for rank in (0, 1):
+            watch.add(f"n{rank + 1}", sample(t, (rank, {"state": "S", "stack": loop, "main_cpu": 30 * t, "io": 0})))
+        assert watch.stalled(t) is None, t
+
+
+def test_watch_names_a_rank_busy_in_its_own_loop_while_the_others_wait_in_a_collective():
+    watch = StallWatch(stall_after=10)
+    for t in range(0, 40, 2):
+        watch.add("n1", sample(t, (0, {"state": "S", "stack": WAIT, "main_cpu": 0, "io": 0})))
+        watch.add("n2", sample(t, (1, {"state": "R", "stack": ["parse (data.py:7)"], "main_cpu": 90 * t, "io": 0})))
+        stall = watch.stalled(t)
+        if stall:
+            break
+    assert stall and 10 <= t <= 14
+    assert [s["rank"] for s in stall["suspects"]] == [1] and stall["waiting"] == [0]
+
+
 def test_in_collective_reads_py_spy_frames():
     assert in_collective(WAIT)
     assert not in_collective(["training_step (train.py:40)", "run (loop.py:3)"])
