@@ -98,6 +98,13 @@ options:
         description: What it points to, as written in the link.
         type: str
         required: true
+  absent:
+    description:
+      - Files and symbolic links to remove, after the links, where they exist; only those listed,
+        the paths of files this collection writes. A directory in their place is an error, never removed.
+    type: list
+    elements: path
+    default: []
 notes:
   - Symbolic links are followed, as C(ansible.builtin.copy) does with O(files[].dest) by default.
 attributes:
@@ -145,6 +152,12 @@ links:
   type: list
   elements: dict
   sample: [{"dest": "/etc/systemd/system/sysinit.target.wants/ncclkit-firewall.service", "changed": false}]
+absent:
+  description: Each path of O(absent), in the order given, and whether it was removed.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"path": "/etc/systemd/system/ncclkit-firewall.service", "changed": false}]
 """
 
 import difflib
@@ -292,6 +305,16 @@ def ensure_link(module, spec):
     return {"dest": dest, "changed": True}
 
 
+def ensure_absent(module, path):
+    if not os.path.lexists(path):
+        return {"path": path, "changed": False}
+    if os.path.isdir(path) and not os.path.islink(path):
+        _fail(module, "%s is a directory: ncclkit removes only the files it wrote; move it away." % path)
+    if not module.check_mode:
+        os.unlink(path)
+    return {"path": path, "changed": True}
+
+
 def main():
     attributes = {"owner": {"type": "str"}, "group": {"type": "str"}, "mode": {"type": "raw"}}
     module = AnsibleModule(
@@ -306,6 +329,7 @@ def main():
                                       backup={"type": "bool", "default": False})},
             "links": {"type": "list", "elements": "dict", "default": [],
                       "options": {"dest": {"type": "path", "required": True}, "src": {"type": "str", "required": True}}},
+            "absent": {"type": "list", "elements": "path", "default": []},
         },
         supports_check_mode=True,
         # The contents may hold a token: no invocation in the host's journal, and none returned
@@ -316,8 +340,9 @@ def main():
     directories = [ensure_directory(module, spec) for spec in module.params["directories"]]
     files = [write_file(module, spec, diffs) for spec in module.params["files"]]
     links = [ensure_link(module, spec) for spec in module.params["links"]]
-    changed = any(item["changed"] for item in directories + files + links)
-    result = {"changed": changed, "directories": directories, "files": files, "links": links,
+    absent = [ensure_absent(module, path) for path in module.params["absent"]]
+    changed = any(item["changed"] for item in directories + files + links + absent)
+    result = {"changed": changed, "directories": directories, "files": files, "links": links, "absent": absent,
               "invocation": _invocation(module)}
     if module._diff:
         result["diff"] = diffs

@@ -56,7 +56,7 @@ def test_refused_sources_and_names_leave_the_hosts_unchanged(lab):
         "nccl_network_sources": [f"198.19.{INDEX}.0/0", "fd00::11"],
         "nccl_network_nftables_chains": ["inet filter input;touch /tmp/ncclkit-pwned"]})
     assert result.rc != 0
-    outcome = result.task("Check the sources and names that reach the firewall")
+    outcome = result.task("Check the network variables, the sources and names that reach the firewall, and SSH's port")
     for node in NODES:
         message = outcome[node]["msg"]
         assert "source '198.19.170.0/0' has host bits set" in message and "0.0.0.0/0" in message
@@ -78,7 +78,7 @@ def test_a_conflicting_sysctl_conf_line_is_named_and_nothing_written(lab):
     lines = sh(lab, "node1", "cat /etc/sysctl.conf").splitlines()
     result = play(lab.inventory, "--tags", "nccl_preflight,nccl_network_sysctl")
     assert result.rc != 0
-    outcome = result.task("Pin net.ipv4.ip_local_port_range to NCCL's range")
+    outcome = result.task("Pin net.ipv4.ip_local_port_range to NCCL's range (or remove ncclkit's sysctl file)")
     message = outcome["node1"]["msg"]
     assert f"/etc/sysctl.conf line {len(lines)}: {KEY} = 1024 65000" in message
     assert "set nccl_network_port_range to [1024, 65000]" in message and "Nothing was changed" in message

@@ -152,3 +152,25 @@ def test_a_file_in_the_place_of_a_link_is_an_error_and_is_kept(capsys, tmp_path)
     assert code == 1 and result["msg"] == f"{tmp_path}/unit exists and is not a symbolic link: move it away, or " \
         "choose another path."
     assert (tmp_path / "unit").read_text() == "mine"
+
+
+def test_absent_removes_the_listed_files_and_links_only_and_check_mode_removes_nothing(capsys, tmp_path):
+    unit, link, other = tmp_path / "unit.service", tmp_path / "wants.service", tmp_path / "user.service"
+    for path in (unit, other):
+        path.write_text("[Unit]\n")
+    link.symlink_to(unit)
+    args = {"absent": [str(link), str(unit), str(tmp_path / "never-there")]}
+    code, checked = run_module(capsys, dict(args, _ansible_check_mode=True))
+    assert code == 0 and checked["changed"] is True and unit.exists() and link.is_symlink()
+    code, result = run_module(capsys, args)
+    assert code == 0 and [item["changed"] for item in result["absent"]] == [True, True, False]
+    assert not unit.exists() and not link.is_symlink() and other.exists()
+    code, again = run_module(capsys, args)
+    assert code == 0 and again["changed"] is False
+
+
+def test_a_directory_listed_as_absent_is_an_error_and_is_kept(capsys, tmp_path):
+    folder = tmp_path / "unit.service"
+    folder.mkdir()
+    code, result = run_module(capsys, {"absent": [str(folder)]})
+    assert code == 1 and "is a directory" in result["msg"] and folder.is_dir()
