@@ -14,6 +14,7 @@ w=$1; mkdir -p "$w"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 py=$(command -v python3)
 say() { echo "$(date -u +%T) $*" | tee -a "$w/summary.txt"; }
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 say "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); $($py -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())')"
 wait_for() { local i; for ((i = 0; i < $3 * 2; i++)); do grep -qE "$2" "$1" 2>/dev/null && return 0; sleep 0.5; done; return 1; }
 
@@ -25,7 +26,7 @@ job() { # kind action [node1 env...]
     [ "$r" = 1 ] && extra="$*"
     local cmd
     cmd="env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_RAS_ENABLE=1 GLOO_SOCKET_IFNAME=lo TORCH_NCCL_ASYNC_ERROR_HANDLING=1 FAULT_JOB=$action FAULT_RANK=1 TIMEOUT=${TIMEOUT:-30} $([ "$action" = desync ] && echo TORCH_DISTRIBUTED_DEBUG=DETAIL) $extra $py -m torch.distributed.run --nnodes 2 --node-rank $r --nproc-per-node 1 --master-addr 127.0.0.1 --master-port $port $here/h200_fault_job.py"
-    echo "# recorded $(date -u +%F) on one H200 by benchmarks/h200_fault_kinds.sh (node$r; $kind: FAULT_JOB=$action in rank 1 at step 20): $cmd" > "$log"
+    echo "# recorded $(date -u +%F) on one $gpu by benchmarks/h200_fault_kinds.sh (node$r; $kind: FAULT_JOB=$action in rank 1 at step 20): $cmd" > "$log"
     # shellcheck disable=SC2016,SC2086
     setsid unshare --uts sh -c 'hostname "node$0" && exec "$@"' "$r" $cmd >> "$log" 2>&1 &
     roots+=($!)
@@ -33,7 +34,7 @@ job() { # kind action [node1 env...]
   if [ "$action" = stop ]; then
     wait_for "$w/h200-$kind-node1.log" 'fault hook stop' 90 || say "$kind: no fault hook line"
     sleep 5
-    { echo "# recorded $(date -u +%F) on one H200: /usr/bin/ncclras (5 s after rank 1 stopped itself)"; timeout 20 /usr/bin/ncclras 2>&1; } > "$w/h200-$kind-ncclras.log"
+    { echo "# recorded $(date -u +%F) on one $gpu: /usr/bin/ncclras (5 s after rank 1 stopped itself)"; timeout 20 /usr/bin/ncclras 2>&1; } > "$w/h200-$kind-ncclras.log"
   fi
   local i; for ((i = 0; i < ${MAX_WAIT:-75}; i++)); do kill -0 "${roots[0]}" 2>/dev/null || kill -0 "${roots[1]}" 2>/dev/null || break; sleep 1; done
   for r in "${roots[@]}"; do kill -KILL -- "-$r" 2>/dev/null; wait "$r" 2>/dev/null; done

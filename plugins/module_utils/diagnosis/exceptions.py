@@ -54,7 +54,9 @@ _NOT_OWN_WORDS = ("ProcessGroup", "Watchdog", "TCPStore", "c10d", "closed by pee
                   "Connection refused", "SIGTERM", "SIGKILL", "received signal", "Address already in use",
                   "EADDRINUSE", "DistBackendError", "address already in use",
                   # a worker or child process that died: its own cause (a signal, a bus error) is elsewhere
-                  "exited unexpectedly", "killed by signal", "mismatch between collectives")
+                  "exited unexpectedly", "killed by signal", "mismatch between collectives",
+                  # torch's monitored barrier (TORCH_DISTRIBUTED_DEBUG=DETAIL) names another rank as late
+                  "monitoredBarrier", "monitored_barrier")
 _OOM_WORDS = ("CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", "CUDA error: out of memory")
 
 FIX_EXCEPTION = ("fix the program where the traceback of that rank points (the last `File ..., line N` above "

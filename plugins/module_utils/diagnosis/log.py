@@ -488,7 +488,9 @@ class _Log:
                         finding["host"] = self._rank_host(finding["rank"]) or finding["host"]
                 finding["cause"] = _who(finding) + finding["cause"]
         for finding in findings:
-            if finding["host"] in (UNKNOWN_HOST, default_host) and finding["rank"] is not None:
+            if finding.get("_subject"):  # about the rank the line names, not the one that printed it
+                finding["host"] = self._rank_host(finding["rank"]) or UNKNOWN_HOST
+            elif finding["host"] in (UNKNOWN_HOST, default_host) and finding["rank"] is not None:
                 finding["host"] = self._rank_host(finding["rank"]) or finding["host"]
         # A failed connection to a peer shows another process to reach even in one node's log.
         peers = any(finding["code"] in PEER_CONNECT_FAILURES for finding in findings)

@@ -324,6 +324,15 @@ RULES = (
           "torch (TORCH_DISTRIBUTED_DEBUG=DETAIL) found the ranks in different collectives (a desync): {detail}",
           "the program, not the network: every rank must call the same collectives in the same order with "
           "tensors of the same shape; the message names each rank's collective, shape and sequence number"),
+    # Names the late rank, not the one that reports it: the finding is that rank's (subject_rank).
+    _rule("collective_desync", "error", "failed to pass monitoredBarrier",
+          r"Ranks? (?P<subject_rank>\d+)(?P<more>(?:, ?\d+)*) failed to pass monitoredBarrier in (?P<ms>\d+) ?ms",
+          "rank {subject_rank}{more} did not reach the collective the other ranks called within {ms} ms (torch's "
+          "monitored barrier, TORCH_DISTRIBUTED_DEBUG=DETAIL): it took another code path (it skipped or added "
+          "a collective: a desync), ended early, or is stuck before that collective",
+          "look at rank {subject_rank}: its own log first (an exception, OOM or signal there is the cause); if "
+          "it ran on or ended cleanly, the program lets the ranks disagree: every rank must call the same "
+          "collectives in the same order (data-dependent branches, uneven batches, an early return on one rank)"),
     _rule("collective_desync", "error", "collective mismatch",
           r"collective mismatch error,? local size (?P<local>\d+),? remote size (?P<remote>\d+)",
           "NCCL reports a collective mismatch: this rank posted {local} bytes, its peer {remote} bytes: the ranks "
@@ -569,6 +578,8 @@ def match_line(text: str, expected_transport: str = "any") -> List[dict]:
         severity = "error" if rule.escalate and rule.escalate == expected_transport else rule.severity
         found.append({"code": rule.code, "severity": severity, "cause": rule.cause.format_map(values),
                       "fix": rule.fix.format_map(values), "_rule": _RULE_INDEX[id(rule)], "_own": rule.own})
+        if values.get("subject_rank", "").isdigit():  # the line names the rank the finding is about
+            found[-1].update(rank=int(values["subject_rank"]), _subject=True)
     return found
 
 

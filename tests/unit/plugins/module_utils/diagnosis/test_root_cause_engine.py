@@ -346,6 +346,32 @@ def test_torch_s_own_desync_check_and_a_missing_unique_id_are_named():
     assert root["code"] == "rendezvous_connection_error" and "rank 0" in root["cause"]
 
 
+def monitored_barrier_lines(waiting, late, host):
+    """torch's monitored barrier in the waiting rank's log (TORCH_DISTRIBUTED_DEBUG=DETAIL), in the
+    shape a run of benchmarks/h200_fault_kinds.sh recorded on an H100 (collective_desync)."""
+    return (f"{host}:30:30 [0] NCCL INFO comm 0x1 rank {waiting} nranks 2 cudaDev 0 busId 1 - Init COMPLETE\n"
+            f"[rank{waiting}]:[E1205 17:23:26.533 ProcessGroupGloo.cpp:2708] [Rank {waiting}]: Rank {late} failed to "
+            "pass monitoredBarrier in 20000 ms\n"
+            f"[rank{waiting}]: Traceback (most recent call last):\n"
+            f'[rank{waiting}]:   File "/srv/train.py", line 39, in <module>\n'
+            f"[rank{waiting}]:     dist.all_reduce(tensor)\n"
+            f"[rank{waiting}]: RuntimeError: [Rank {waiting}]: Ranks {late} failed to pass monitoredBarrier in 20000 ms\n")
+
+
+def test_the_rank_late_to_torch_s_monitored_barrier_is_named_not_the_rank_that_waited():
+    late_done = "node2:40:40 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 0 busId 1 - Init COMPLETE\n"
+    result = read_nccl_log(monitored_barrier_lines(0, 1, "node1") + late_done)
+    root = first(result)
+    assert (root["code"], root["rank"], root["host"]) == ("collective_desync", 1, "node2")
+    assert "monitored barrier" in root["cause"] and "rank_exception" not in [f["code"] for f in result["findings"]]
+    # The late rank's own exception is the root; the barrier's report follows from it.
+    own = (late_done + "[rank1]: Traceback (most recent call last):\n"
+           '[rank1]:   File "/srv/train.py", line 30, in <module>\n'
+           "[rank1]: KeyError: 'labels'\n")
+    root = first(read_nccl_log(monitored_barrier_lines(0, 1, "node1") + own))
+    assert (root["code"], root["rank"], root["host"]) == ("rank_exception", 1, "node2")
+
+
 def test_open_mpi_s_first_failed_process_is_rank_failed():
     text = ("mpirun detected that one or more processes exited with non-zero status, thus causing\n"
             "the job to be terminated. The first process to do so was:\n\n"
