@@ -107,7 +107,6 @@ class StallWatch:
         self.reported_since = last
         return {"since": last, "seconds": round(now - last, 1), **suspects(list(self.ranks.values()))}
 
-
     def _busy_elsewhere(self, now: float) -> bool:
         """Some rank was busy lately and some other rank was neither stopped nor waiting: a loop
         sampled at the same line on every rank, not a hang."""
