@@ -131,9 +131,9 @@ def lightning(args) -> None:
     assert lab.up(nodes=args.nodes, inventory_path=work / "hosts.yml") is True
     nodes = [f"node{number}" for number in range(1, args.nodes + 1)]
     pause_s = args.stall_after + 4  # the checkpoint and the validation pass: each longer than --stall-after
-    # Training steps (0.16 s each, as measured on the lab) and the start (about 15 s) fill the rest
-    # of --healthy-s.
-    steps = max(6, int((args.healthy_s - 2 * pause_s - 15) / 0.16)) if args.healthy_s else 6
+    # Training steps and the start (about 15 s) fill the rest of --healthy-s. Lightning's sampler gives
+    # each of the N ranks 1/N of the --steps batches, of about 0.3 s each.
+    steps = max(6, int((args.healthy_s - 2 * pause_s - 15) / 0.3 * args.nodes)) if args.healthy_s else 6
     results = {"healthy": [], "exception": [], "sigstop": []}
     try:
         played = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(lab.inventory_path),

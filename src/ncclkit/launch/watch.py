@@ -113,8 +113,17 @@ class StallWatch:
         views = list(self.ranks.values())
         recent = [v for v in views if v.busy is not None and now - v.busy < self.stall_after]
         others = [v for v in views if v not in recent]
-        return bool(recent) and (not others or any(v.state not in STOPPED and v.state != "D"
-                                                   and not (v.stack and in_collective(v.stack)) for v in others))
+        return bool(recent) and (not others or any(not _stopped(v) and not _waiting(v) for v in others))
+
+
+def _stopped(view: RankView) -> bool:
+    """Stopped, a zombie, or in uninterruptible sleep (state D)."""
+    return view.state in STOPPED or view.state == "D"
+
+
+def _waiting(view: RankView) -> bool:
+    """Its main thread waits in a collective."""
+    return view.stack is not None and in_collective(view.stack)
 
 
 def busy(old: RankView, new: RankView) -> bool:
@@ -141,8 +150,8 @@ def _grew(old, new, least) -> bool:
 
 def suspects(views: list[RankView]) -> dict:
     """The ranks to name: stopped ones first, else those outside a collective while others wait in one."""
-    stopped = [v for v in views if v.state in STOPPED or v.state == "D"]
-    waiting = [v for v in views if v.stack is not None and in_collective(v.stack)]
+    stopped = [v for v in views if _stopped(v)]
+    waiting = [v for v in views if _waiting(v)]
     elsewhere = [v for v in views if v not in waiting and v not in stopped]
     chosen = stopped or (elsewhere if waiting else [])
     return {"suspects": [{"rank": v.rank, "host": v.host, "pid": v.pid, "state": v.state,
