@@ -158,9 +158,11 @@ def observed_effect(job: dict, healthy_s: float | None) -> str:
 
 
 # ---- diagnose and the corpus -----------------------------------------------------------------------
-def diagnose(files: list[Path]) -> dict:
+def diagnose(files: list[Path], inventory: Path | None = None) -> dict:
+    """diagnose's first finding on the logs; with the inventory, as `diagnose -i` gives it (the live check)."""
     started = time.monotonic()
-    done = ncclkit("diagnose", "--json", *map(str, files), timeout=120)
+    live = ["-i", str(inventory)] if inventory else []
+    done = ncclkit("diagnose", "--json", *live, *map(str, files), timeout=180)
     seconds = time.monotonic() - started
     try:
         findings = json.loads(done.stdout).get("findings") or []
@@ -169,7 +171,15 @@ def diagnose(files: list[Path]) -> dict:
     first = findings[0] if findings else {}
     return {"rc": done.returncode, "seconds": round(seconds, 2), "code": first.get("code"),
             "host": first.get("host"), "rank": first.get("rank"), "severity": first.get("severity"),
-            "cause": (first.get("cause") or "")[:300]}
+            "cause": (first.get("cause") or "")[:300], "explained_by": first.get("explained_by") or []}
+
+
+def right(verdict: dict, expected: dict, check_code: str | None = None) -> bool:
+    """The first finding's code (or, with the live check, the check's code that explains it), host and rank."""
+    code = verdict["code"] == expected["code"] or (
+        expected["code"] is not None and check_code is not None and check_code in verdict.get("explained_by", []))
+    return (code and (expected["host"] is None or verdict["host"] == expected["host"])
+            and (expected["rank"] is None or verdict["rank"] == expected["rank"]))
 
 
 def kernel_lines(since: float) -> str:
@@ -242,6 +252,8 @@ def one_run(lab, inventory: Path, kind: str | None, corpus: Path | None, healthy
             (folder / "kernel.log").write_text(kernel_lines(job_started))
         verdict = diagnose(sorted(folder.iterdir()))
         row["verdict_s"] = round(time.monotonic() - job["ended"], 1)
+        # The same logs with the cluster's live check (diagnose -i), before the fault is cleared.
+        row["diagnose_live"] = diagnose(sorted(folder.iterdir()), inventory)
         effect = observed_effect(job, healthy_s)
         expected = truth(kind, record, effect)
         expected["shape_from"] = (f"lab: ncclkit lab fault inject {kind} --node {record['node']} "
@@ -260,9 +272,8 @@ def one_run(lab, inventory: Path, kind: str | None, corpus: Path | None, healthy
     row["check_code_right"] = (spec.check in errors or spec.check in row["check"]["verdict"]) if spec and spec.check \
         else None
     row["false_alarm"] = (not row["check"]["ready"]) if not kind else None
-    row["diagnose_right"] = (verdict["code"] == expected["code"]
-                             and (expected["host"] is None or verdict["host"] == expected["host"])
-                             and (expected["rank"] is None or verdict["rank"] == expected["rank"]))
+    row["diagnose_right"] = right(verdict, expected)
+    row["diagnose_live_right"] = right(row["diagnose_live"], expected, spec.check if spec else None)
     if kind:
         done = ncclkit("lab", "fault", "clear", "--index", str(lab.index))
         row["cleared"] = done.returncode == 0
@@ -276,7 +287,8 @@ def one_run(lab, inventory: Path, kind: str | None, corpus: Path | None, healthy
 def table(rows: list[dict]) -> str:
     """The Markdown table of docs/diagnosis.md's "Fault matrix" section."""
     lines = ["| kind | runs | effect expected / seen | check expected | check predicted | diagnose expected "
-             "| diagnose first (right) | verdict s | READY after clear |", "|---|---|---|---|---|---|---|---|---|"]
+             "| diagnose first (right) | with -i (right) | verdict s (with -i) | READY after clear |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     by_kind: dict[str, list] = {}
     for row in rows:
         if "error" not in row:
@@ -287,17 +299,25 @@ def table(rows: list[dict]) -> str:
         alarms = [r["false_alarm"] for r in runs if r.get("false_alarm") is not None]
         check_cell = (f"{sum(predicted)}/{len(predicted)}" if predicted
                       else f"{sum(alarms)} false alarm(s)" if alarms else "-")
-        firsts = ", ".join(sorted({f"{r['diagnose']['code'] or 'none'}@{r['diagnose']['host'] or '-'}"
-                                   f"/{r['diagnose']['rank'] if r['diagnose']['rank'] is not None else '-'}"
-                                   for r in runs}))
-        right = sum(r["diagnose_right"] for r in runs)
+        firsts = ", ".join(sorted({_first(r["diagnose"]) for r in runs}))
+        good = sum(r["diagnose_right"] for r in runs)
+        live_runs = [r for r in runs if "diagnose_live" in r]
+        live = ", ".join(sorted({_first(r["diagnose_live"]) for r in live_runs}))
+        live_right = sum(r["diagnose_live_right"] for r in live_runs)
+        live_cell = f"{live} ({live_right}/{len(live_runs)})" if live_runs else "-"
+        live_s = max((r["diagnose_live"]["seconds"] for r in live_runs), default=None)
         cleared = [r["ready_after_clear"] for r in runs if "ready_after_clear" in r]
         lines.append(f"| {kind} | {len(runs)} | {runs[0]['expected']['effect']} / {', '.join(seen)} "
                      f"| {runs[0]['expected']['check'] or '-'} | {check_cell} "
-                     f"| {runs[0]['expected']['diagnose'] or 'none'} | {firsts} ({right}/{len(runs)}) "
-                     f"| {max(r['verdict_s'] for r in runs)} | "
+                     f"| {runs[0]['expected']['diagnose'] or 'none'} | {firsts} ({good}/{len(runs)}) | {live_cell} "
+                     f"| {max(r['verdict_s'] for r in runs)}{f' ({live_s})' if live_s is not None else ''} | "
                      f"{f'{sum(cleared)}/{len(cleared)}' if cleared else '-'} |")
     return "\n".join(lines)
+
+
+def _first(verdict: dict) -> str:
+    rank = verdict["rank"] if verdict["rank"] is not None else "-"
+    return f"{verdict['code'] or 'none'}@{verdict['host'] or '-'}/{rank}"
 
 
 def summary(rows: list[dict]) -> dict:
@@ -305,10 +325,13 @@ def summary(rows: list[dict]) -> dict:
     pre = [r["check_predicted"] for r in rows if r.get("check_predicted") is not None]
     alarms = [r["false_alarm"] for r in rows if r.get("false_alarm") is not None]
     faulted = [r["diagnose_right"] for r in rows if r["kind"] != "healthy" and r["expected"]["diagnose"]]
+    live = [r["diagnose_live_right"] for r in rows
+            if r["kind"] != "healthy" and r["expected"]["diagnose"] and "diagnose_live_right" in r]
     cleared = [r["ready_after_clear"] for r in rows if "ready_after_clear" in r]
     return {"check_predicted": f"{sum(pre)}/{len(pre)}", "false_alarms": f"{sum(alarms)}/{len(alarms)}",
             "diagnose_right_on_broken_jobs": f"{sum(faulted)}/{len(faulted)}",
             "diagnose_right_all": f"{sum(r['diagnose_right'] for r in rows)}/{len(rows)}",
+            "diagnose_live_right_on_broken_jobs": f"{sum(live)}/{len(live)}" if live else None,
             "verdict_s_max": max((r["verdict_s"] for r in rows), default=None),
             "ready_after_clear": f"{sum(cleared)}/{len(cleared)}"}
 

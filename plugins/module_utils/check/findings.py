@@ -275,5 +275,7 @@ def judge(hosts: Dict[str, dict], master: dict) -> dict:
     order = {"error": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: order.get(f["severity"], 3))
     verdicts = {name: verdict(name, [f for f in findings if f["host"] in (name, None)]) for name in hosts}
+    # Which host holds the rendezvous: a port nobody reaches points at that host, not at the ones asking.
+    holder = next((name for name, view in hosts.items() if view.get("cluster_ip") == master.get("addr")), None)
     return {"ready": not any(f["severity"] == "error" for f in findings), "verdicts": verdicts,
-            "findings": findings, "master": master}
+            "findings": findings, "master": dict(master, host=holder)}

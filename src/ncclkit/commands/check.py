@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -36,12 +37,7 @@ def check_command(args: argparse.Namespace) -> int:
     except InventoryError as error:
         print(f"ncclkit check: {error}", file=sys.stderr)
         return exitcodes.BAD_INPUT
-    from ncclkit.runner import run_playbook  # ansible-runner is slow to import
-
-    root = collection_root()
-    collector = CheckCollector()
-    result = run_playbook(root / "playbooks" / "check.yml", inventory, project_dir=root, on_event=collector)
-    document = build_document(hosts, collector, result.failures)
+    document = run_check(inventory, hosts)
     if args.json:
         print(json.dumps(document, indent=2))
     else:
@@ -51,6 +47,22 @@ def check_command(args: argparse.Namespace) -> int:
     if document["check"] is None:
         return exitcodes.PROBLEM
     return exitcodes.OK if document["ready"] else exitcodes.PROBLEM
+
+
+def run_check(inventory: Path, hosts: list[str], limit: str | None = None, quiet: bool = False) -> dict:
+    """Run playbooks/check.yml on the inventory and return the check's document (build_document);
+    quiet: the play's own output is not printed (launch and diagnose print their own)."""
+    import contextlib
+    import io
+
+    from ncclkit.runner import run_playbook  # ansible-runner is slow to import
+
+    root = collection_root()
+    collector = CheckCollector()
+    with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
+        result = run_playbook(root / "playbooks" / "check.yml", inventory, project_dir=root, limit=limit,
+                              on_event=collector)
+    return build_document(hosts, collector, result.failures)
 
 
 class CheckCollector:
@@ -70,6 +82,33 @@ class CheckCollector:
                 self.check = check
 
 
+# Play failures whose message names a check finding's code: the NIC choice stops the play before the
+# judge runs, and its reason (a host's cluster NIC down) is a finding like the judge's.
+FAILURE_CODES = {
+    "cluster_nic_down": "bring the NIC up on that host (ip link set NIC up) and find why it went down",
+}
+
+
+def failure_findings(hosts: list[str], failures: list[dict]) -> list[dict]:
+    """The findings that the play's failures name ("... (cluster_nic_down) ..."): the host is the first
+    cluster host the message names, else the host the task failed on."""
+    found = []
+    for failure in failures:
+        message = str(failure.get("msg", ""))
+        for code, fix in FAILURE_CODES.items():
+            if f"({code})" not in message:
+                continue
+            named = [(match.start(), h) for h in hosts
+                     if (match := re.search(rf"(?<![\w.-]){re.escape(h)}(?![\w-])", message))]
+            host = min(named)[1] if named else failure.get("host")
+            if any(item["code"] == code and item["host"] == host for item in found):
+                continue  # every host's play stops on the same reason
+            found.append({"code": code, "severity": "error", "host": host, "rank": None, "cause": message.strip(),
+                          "fix": fix, "evidence": [f"{failure.get('task')}: {message.strip()}"],
+                          "consequence_of": None})
+    return found
+
+
 def build_document(hosts: list[str], collector: CheckCollector, failures: list[dict]) -> dict:
     check = collector.check
     failed = [f for f in failures if f["host"] not in collector.unreachable]
@@ -86,7 +125,8 @@ def build_document(hosts: list[str], collector: CheckCollector, failures: list[d
         verdict = f"NOT READY: {len(errors)} error(s); first: {errors[0]['code']}: {errors[0]['cause']}"
     return {
         "verdict": verdict, "ready": bool(check and check["ready"] and not collector.unreachable),
-        "verdicts": (check or {}).get("verdicts", {}), "findings": (check or {}).get("findings", []),
+        "verdicts": (check or {}).get("verdicts", {}),
+        "findings": check["findings"] if check is not None else failure_findings(hosts, failed),
         "master": (check or {}).get("master", {}), "unreachable": collector.unreachable,
         "failures": failed, "hosts": hosts, "check": check is not None,
     }

@@ -4,6 +4,9 @@ Several logs (one per node or rank, PyTorch flight-recorder dumps, NCCL RAS repo
 output) are read as one job; `-` reads stdin. Prints a short verdict, the root cause's fix and the
 other findings; --json prints {"verdict", "findings": [{code, severity, host, rank, cause, fix,
 evidence, consequence_of, confidence}]}, root cause first. docs/diagnosis.md lists the codes.
+With -i INVENTORY it also runs `ncclkit check` on the job's cluster now (diagnosis.live_check): a
+rendezvous or connection failure whose logs do not say which host's NIC, port or name is wrong takes
+its host and reason from the check (`explained_by` lists the check's codes; --json adds "live_check").
 Exit codes: 0 no error finding, 1 an error finding (the first is the root cause; a run that did not
 finish is one), 3 bad input or nothing to judge (no line of NCCL, torch, a launcher or nccl-tests).
 """
@@ -13,11 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis import live_check
 from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis import log as nccl_log
 from ncclkit import exitcodes
+from ncclkit.inventory import InventoryError, group_hosts
 
-FINDING_KEYS = ("code", "severity", "host", "rank", "cause", "fix", "evidence", "consequence_of", "confidence")
+FINDING_KEYS = ("code", "severity", "host", "rank", "cause", "fix", "evidence", "consequence_of", "confidence",
+                "explained_by")
 TRANSPORTS = ("any", "socket", "ib", "efa")
 
 
@@ -32,6 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--expected-transport", choices=TRANSPORTS, default="any",
                         help="the transport NCCL should use between hosts (default: any)")
     parser.add_argument("--default-host", help="host for lines that name none")
+    parser.add_argument("-i", "--inventory", type=Path,
+                        help="the job's cluster: run `ncclkit check` on it now and take the host and reason of a "
+                             "rendezvous or connection failure from what it finds")
     parser.set_defaults(handler=diagnose_command)
 
 
@@ -55,6 +65,19 @@ def diagnose_command(args: argparse.Namespace) -> int:
     except nccl_log.NcclLogError as error:
         print(f"ncclkit diagnose: {error}", file=sys.stderr)
         return exitcodes.BAD_INPUT
+    if result.get("judged") is not False and args.inventory is not None:
+        try:
+            hosts = group_hosts(args.inventory, "cluster")
+        except InventoryError as error:
+            print(f"ncclkit diagnose: {error}", file=sys.stderr)
+            return exitcodes.BAD_INPUT
+        from ncclkit.commands.check import run_check
+
+        print(f"ncclkit diagnose: checking {len(hosts)} host(s) of {args.inventory} now, as `ncclkit check` does",
+              file=sys.stderr)
+        check = run_check(args.inventory, hosts, quiet=True)
+        result = live_check.explain(result, check)
+        result["live_check"] = {key: check[key] for key in ("verdict", "ready", "unreachable")}
     findings = result["findings"]
     if result.get("judged") is False:
         # Nothing recognisable is never HEALTHY: one line saying what was expected, exit 3.
@@ -63,8 +86,10 @@ def diagnose_command(args: argparse.Namespace) -> int:
         print(f"ncclkit diagnose: {', '.join(map(str, args.logs))}: {result['verdict']}", file=sys.stderr)
         return exitcodes.BAD_INPUT
     if args.json:
-        print(json.dumps({"verdict": result["verdict"], "findings": [finding_document(f) for f in findings]},
-                         indent=2))
+        document = {"verdict": result["verdict"], "findings": [finding_document(f) for f in findings]}
+        if "live_check" in result:
+            document["live_check"] = result["live_check"]
+        print(json.dumps(document, indent=2))
     else:
         print_human(result["verdict"], findings, result["notes"])
     return exitcodes.PROBLEM if any(f["severity"] == "error" for f in findings) else exitcodes.OK

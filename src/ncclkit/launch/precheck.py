@@ -4,7 +4,6 @@ launcher (hostside `probe`)."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 from ncclkit.launch.verdict import finding
@@ -12,18 +11,9 @@ from ncclkit.launch.verdict import finding
 
 def cluster_check(inventory: Path, limit: str | None, hosts: list[str]) -> dict:
     """`ncclkit check`'s document for these hosts (its findings, unreachable hosts, verdict)."""
-    import contextlib
+    from ncclkit.commands.check import run_check
 
-    from ncclkit.commands.check import CheckCollector, build_document
-    from ncclkit.paths import collection_root
-    from ncclkit.runner import run_playbook  # ansible-runner is slow to import
-
-    root = collection_root()
-    collector = CheckCollector()
-    with contextlib.redirect_stdout(io.StringIO()):
-        result = run_playbook(root / "playbooks" / "check.yml", inventory, project_dir=root, limit=limit,
-                              on_event=collector)
-    return build_document(hosts, collector, result.failures)
+    return run_check(inventory, hosts, limit=limit, quiet=True)
 
 
 def check_refusal(document: dict) -> list[dict]:

@@ -51,3 +51,20 @@ def test_the_judged_fact_is_the_document():
         "res": {"ansible_facts": {"ncclkit_check": check}}}})
     document = build_document(["node1"], collector, [])
     assert document["ready"] and document["verdicts"] == {"node1": "node1: READY"}
+
+
+def test_a_down_cluster_nic_that_stops_the_play_is_a_finding_on_its_host():
+    # The NIC choice fails on every host (run on node1's and node2's view alike) and names the host whose NIC is down.
+    message = ("node2's cluster NIC eth1 (10.0.0.12/24) is down (cluster_nic_down): no traffic reaches the other "
+               "hosts. Bring it up on node2 (ip link set eth1 up) and find why it went down.")
+    failures = [{"host": "node1", "task": "Fail when a host's cluster NIC cannot be chosen", "msg": message},
+                {"host": "node2", "task": "Fail when a host's cluster NIC cannot be chosen", "msg": message},
+                {"host": "node1", "task": "other", "msg": "node1 has no interface eth9 (nccl_preflight_ifname)"}]
+    document = build_document(["node1", "node2", "node10"], CheckCollector(), failures)
+    assert [(f["code"], f["host"], f["severity"]) for f in document["findings"]] == [
+        ("cluster_nic_down", "node2", "error")]
+    assert document["verdict"].startswith("NOT CHECKED: node1: Fail when") and not document["ready"]
+    # A judged check keeps its own findings: the play's failures are not added to them.
+    collector = CheckCollector()
+    collector.check = {"ready": True, "verdicts": {}, "findings": [], "master": {}}
+    assert build_document(["node1", "node2"], collector, failures)["findings"] == []

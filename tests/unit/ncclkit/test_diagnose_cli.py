@@ -9,7 +9,8 @@ from conftest import SAMPLES
 from ncclkit import cli, exitcodes
 from ncclkit.commands import diagnose as diagnose_cli
 
-FINDING_KEYS = {"code", "severity", "host", "rank", "cause", "fix", "evidence", "consequence_of", "confidence"}
+FINDING_KEYS = {"code", "severity", "host", "rank", "cause", "fix", "evidence", "consequence_of", "confidence",
+                "explained_by"}
 
 
 def ncclkit(capsys, *argv):
@@ -94,6 +95,36 @@ def test_bad_input_is_one_line_and_exit_3(capsys, tmp_path, kind):
         assert len(err.strip().splitlines()) == 1 and str(path) in err and "Traceback" not in err
         if command == "diagnose":
             assert words in err
+
+
+def test_a_bad_inventory_for_the_live_check_is_exit_3(capsys, tmp_path):
+    case = SAMPLES / "failures" / "eth1_down-1"
+    code, out, err = ncclkit(capsys, "diagnose", "-i", tmp_path / "nope.yml", case / "node1.log", case / "node2.log")
+    assert code == exitcodes.BAD_INPUT and not out and "does not exist" in err and len(err.splitlines()) == 1
+
+
+def test_the_live_check_explains_the_root_and_joins_the_document(capsys, monkeypatch, tmp_path):
+    # The check itself runs on the lab (benchmarks/fault_matrix.py); here its document is given.
+    case = SAMPLES / "failures" / "eth1_down-1"
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("cluster:\n  hosts:\n    node1:\n    node2:\n")
+    asked = []
+
+    def fake_check(path, hosts, quiet=False):
+        asked.append((path, hosts, quiet))
+        return {"verdict": "NOT CHECKED: node1: ...", "ready": False, "unreachable": {}, "hosts": hosts,
+                "master": {}, "findings": [{"code": "cluster_nic_down", "severity": "error", "host": "node2",
+                                            "cause": "node2's cluster NIC eth1 is down", "fix": "ip link set eth1 up",
+                                            "evidence": []}]}
+    monkeypatch.setattr("ncclkit.commands.check.run_check", fake_check)
+    code, out, err = ncclkit(capsys, "diagnose", "--json", "-i", inventory, case / "node1.log", case / "node2.log")
+    document = json.loads(out)
+    assert code == exitcodes.PROBLEM and asked == [(inventory, ["node1", "node2"], True)]
+    assert "checking 2 host(s)" in err
+    assert document["live_check"] == {"verdict": "NOT CHECKED: node1: ...", "ready": False, "unreachable": {}}
+    root = document["findings"][0]
+    assert (root["host"], root["explained_by"]) == ("node2", ["cluster_nic_down"])
+    assert all(set(f) == FINDING_KEYS for f in document["findings"])
 
 
 def test_usage_error_is_exit_2(capsys):

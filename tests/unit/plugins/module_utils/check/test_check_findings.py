@@ -57,6 +57,9 @@ def test_profile_written_everywhere_is_ready():
     assert result["ready"], result["findings"]
     assert codes(result) == ["hostname_unreachable", "hostname_unreachable"]   # warnings only
     assert result["master"]["addr"] == "198.19.150.11" and result["master"]["source"].startswith("the profile")
+    assert result["master"]["host"] == "node1"   # the host whose cluster address it is
+    off = cf.judge(lab(profile_files()), cf.choose_master({}, "198.18.150.11", 29500))
+    assert off["master"]["host"] is None          # a public address is no host's cluster address
 
 
 def test_one_start_path_missing_gloo_is_a_warning_naming_it():
