@@ -43,7 +43,9 @@ _NOT_OWN_TYPES = ("DistBackendError", "DistNetworkError", "DistStoreError", "Dis
                   "RendezvousStateError", "ConnectionResetError", "BrokenPipeError", "ConnectionRefusedError",
                   "ConnectionAbortedError", "TimeoutError", "CalledProcessError",
                   # a launcher signalling a process that had already gone (torchrun's shutdown races)
-                  "ProcessLookupError", "ChildProcessError")
+                  "ProcessLookupError", "ChildProcessError",
+                  # Ray reporting a worker (actor) that died: the worker's own output has the cause
+                  "RayActorError", "ActorDiedError", "TrainingFailedError", "WorkerGroupError")
 # Words of a message that is about the communication layer (its rules say what it means). NCCL's and
 # Gloo's names count as words only (ncclInternalError, ProcessGroupNCCL, .../gloo/transport/...): a path
 # or a name that merely holds them (/opt/ncclkit/..., nccl-tests) is the program's own business.
@@ -55,6 +57,7 @@ _NOT_OWN_WORDS = ("ProcessGroup", "Watchdog", "TCPStore", "c10d", "closed by pee
                   "EADDRINUSE", "DistBackendError", "address already in use",
                   # a worker or child process that died: its own cause (a signal, a bus error) is elsewhere
                   "exited unexpectedly", "killed by signal", "mismatch between collectives",
+                  "actor died unexpectedly", "RayActorError",
                   # torch's monitored barrier (TORCH_DISTRIBUTED_DEBUG=DETAIL) names another rank as late
                   "monitoredBarrier", "monitored_barrier")
 _OOM_WORDS = ("CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", "CUDA error: out of memory")

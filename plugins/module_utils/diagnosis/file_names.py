@@ -7,7 +7,7 @@ People keep one log per node under the node's name ("node1.log", "gpu-node-03.tx
 "worker-1-describe.txt", "10.0.0.5.log") or one per rank ("rank3.log"). A name is taken for a host
 only when it has the shape of one: a word with a digit in it ("node1", "vm-2", "ip-10-0-0-5"), an IPv4
 address, or a name the logs themselves give a host. Names of runs and tools ("train.log",
-"slurm-9001.out", "run7.log", "rank0.log") are not hosts.
+"slurm-9001.out", "run7.log", "rank0.log", "pretrain-88412-6.out" with a job id) are not hosts.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ _NOT_HOST = re.compile(r"^(?:rank|localrank|local-rank|proc|process|pid|task|par
                        r"step|epoch|iter|batch|cuda|test|tests|out|output|log|logs|result|results|"
                        r"sweep|exp|trial|v|version)[\-_.]?\d+(?:[\-_.]\d+)*$", re.I)
 _DATE = re.compile(r"\d{4}-?\d\d-?\d\d")
+# A number of five or more digits on its own: a scheduler's job id ("pretrain-88412-6": Slurm's %x-%j-%t).
+_JOB_ID = re.compile(r"(?:^|[\-_.])\d{5,}(?:[\-_.]|$)")
 
 
 def file_rank(source: Optional[str]) -> Optional[int]:
@@ -54,6 +56,7 @@ def file_host(source: Optional[str], hosts: Collection[str] = ()) -> Optional[st
     name = "".join(words)
     if name in hosts:
         return name
-    if not _HOST_SHAPE.match(name) or _NOT_HOST.match(name) or _DATE.search(name) or "_" in name:
+    if not _HOST_SHAPE.match(name) or _NOT_HOST.match(name) or _DATE.search(name) or _JOB_ID.search(name) \
+            or "_" in name:
         return None
     return name

@@ -19,6 +19,9 @@ from .timeline import parse_stamp
 # "ncclCommInitRankConfig comm 0x.. rank 1 nranks 2 ..." (2.19+), "comm 0x.. rank 1 nranks 2 cudaDev 0
 # busId 60 - Init COMPLETE" (2.12+), "comm 0x.. rank 1 nRanks 2 nNodes 2 ..." (2.18+).
 _NCCL_RANK = re.compile(r"\bcomm \S+ rank (?P<rank>\d+) n[Rr]anks (?P<nranks>\d+)\b")
+_NCCL_BUS = re.compile(r"\bbusId (?P<bus>[0-9a-fA-F:.]+)")
+# Ray Train's worker table: "(ip=10.0.1.23, pid=8841) world_rank=3, local_rank=1, node_rank=1".
+_RAY_WORKER = re.compile(r"\(ip=(?P<ip>[\w.:-]+), pid=(?P<pid>\d+)\) world_rank=(?P<rank>\d+)")
 # Open MPI / PRRTE: "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed)."
 _MPI_SIGNAL = re.compile(r"process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<node>\S+?)\.? "
                          r"exited on signal (?P<signal>\d+)(?: \((?P<name>[^)]*)\))?")
@@ -30,6 +33,11 @@ _SRUN = re.compile(r"srun: error: (?P<node>[\w.\-]+): tasks? (?P<rank>\d+)(?:[-,
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
 # DeepSpeed's launcher: "['/usr/bin/python', '-u', 'train.py', '--local_rank=1'] exits with return code = -9"
 _DEEPSPEED_EXIT = re.compile(r"\] exits with return code = (?P<code>-?\d+)")
+# DeepSpeed's launcher also names each host's global ranks and each process it starts:
+# "global_rank_mapping=defaultdict(<class 'list'>, {'gpu-a01': [0, 1], 'gpu-a02': [2, 3]})",
+# "process 48213 spawned with command: ['python', '-u', 'train.py', '--local_rank=1', ...]".
+_DEEPSPEED_HOST_RANKS = re.compile(r"'(?P<host>[^']+)': \[(?P<ranks>[\d, ]*)\]")
+_DEEPSPEED_SPAWN = re.compile(r"process (?P<pid>\d+) spawned with command: .*--local_rank=(?P<local>\d+)")
 # torchrun's ChildFailedError report: "  host      : node1", "  rank      : 1 (local_rank: 0)", ...
 _CHILD_FIELD = re.compile(r"^\s*(?P<key>host|rank|exitcode|traceback|time)\s*: (?P<value>.*\S)")
 _CHILD_BLOCK = re.compile(r"^\s*\[\d+\]:\s*$")
@@ -67,11 +75,28 @@ _FORENSICS_RAS = "ncclkit-forensics: ras: "
 MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on signal", "srun: error:",
            "Process name: [[", "Exit code:", "OOMKilled", "Name:", "memory:",
            "(exitcode: ", "exits with return code", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL", "Timed out waiting",
-           "GLOBAL_RANK") + _RENDEZVOUS_DONE
+           "GLOBAL_RANK", "world_rank=", "global_rank_mapping=", "spawned with command") + _RENDEZVOUS_DONE
 
 # States of a process that cannot make progress in a collective.
 STUCK_STATES = {"T": "stopped (SIGSTOP or a debugger)", "t": "stopped by a tracer",
                 "D": "in an uninterruptible wait (I/O or the driver)", "Z": "a zombie (exited)"}
+
+
+def pci_number(address: str) -> Optional[int]:
+    """A GPU's PCI address as one number, as NCCL prints it in hex (`busId 86000`) and the kernel in parts
+    (`PCI:0000:86:00`, `0000:86:00.0`): domain, bus, device and function packed 16:8:8:4 bits."""
+    text = address.strip().lower()
+    if text.startswith("pci:"):
+        text = text[4:]
+    try:
+        if ":" not in text:
+            return int(text, 16)
+        parts = text.split(":")
+        device, dummy, function = parts[-1].partition(".")
+        domain = int(parts[0], 16) if len(parts) == 3 else 0
+        return (domain << 20) | (int(parts[-2], 16) << 12) | (int(device, 16) << 4) | int(function or "0", 16)
+    except ValueError:
+        return None
 
 
 def signal_name(number: int) -> str:
@@ -88,6 +113,7 @@ class JobEvidence:
         self.ranks: Dict[int, dict] = {}          # rank -> {host, pid, nranks}
         self.pid_rank: Dict[tuple, int] = {}      # (host, pid) -> rank
         self.pid_hosts: Dict[str, str] = {}       # pid -> host (for OOM lines naming a pid only)
+        self.bus_rank: Dict[tuple, int] = {}      # (host, the GPU's PCI address as a number) -> rank
         self.world = 0
         self.init_done_hosts: Dict[str, dict] = {}  # host -> origin of its first init-complete line
         self.init_started = False
@@ -103,6 +129,8 @@ class JobEvidence:
         self._line_host = None
         self._mpi_rank: Optional[int] = None     # Open MPI's "Process name: [[J,1],R]" before its "Exit code:"
         self._pod: Optional[dict] = None          # the pod `kubectl describe` is describing
+        self._host_ranks: Dict[str, List[int]] = {}  # DeepSpeed: host -> its global ranks by local rank
+        self._spawned: List[tuple] = []           # DeepSpeed: (host, pid, local rank) of each process started
 
     def add(self, line, origin) -> None:
         """line: diagnosis.lines.Line; origin: a callable giving {evidence, source, line, time} on demand."""
@@ -118,6 +146,18 @@ class JobEvidence:
         if "ncclkit-forensics:" in text:
             self._forensic(text, origin)
             return
+        if "global_rank_mapping=" in text:
+            for match in _DEEPSPEED_HOST_RANKS.finditer(text):
+                self._host_ranks[match["host"]] = [int(r) for r in match["ranks"].split(",") if r.strip()]
+        elif "spawned with command" in text and line.host:
+            spawn = _DEEPSPEED_SPAWN.search(text)
+            if spawn:
+                self._spawned.append((line.host, spawn["pid"], int(spawn["local"])))
+        if "world_rank=" in text:
+            worker = _RAY_WORKER.search(text)
+            if worker:  # Ray names a worker by its node's address: that is its host where no line names one
+                host = self.pid_hosts.setdefault(worker["pid"], worker["ip"])
+                self.pid_rank.setdefault((host, worker["pid"]), int(worker["rank"]))
         if self._in_report or "ChildFailedError" in text or _REPORT_ROOT in text:
             self._child_block(text, origin)
         if "OOMKilled" in text or text.startswith(("Name:", "Node:")) or ("memory:" in text and self._pod):
@@ -166,6 +206,9 @@ class JobEvidence:
                     self.pid_rank[(host, pid)] = rank
                     self.pid_hosts.setdefault(pid, host)
                     self.ranks.setdefault(rank, {"host": host, "pid": pid, "nranks": nranks})
+                bus = _NCCL_BUS.search(msg)
+                if bus and pci_number(bus.group("bus")) is not None:
+                    self.bus_rank.setdefault((host, pci_number(bus.group("bus"))), rank)
         if ("Init COMPLETE" in msg or "Connected all rings" in msg) and host not in self.init_done_hosts:
             self.init_done_hosts[host] = origin()
 
@@ -336,6 +379,11 @@ class JobEvidence:
     def finish(self) -> None:
         self._flush_child()
         self.ras.finish()
+        for host, pid, local in self._spawned:  # DeepSpeed's processes: their global ranks by host and local rank
+            ranks = self._host_ranks.get(host) or []
+            if local < len(ranks):
+                self.pid_rank.setdefault((host, pid), ranks[local])
+                self.pid_hosts.setdefault(pid, host)
 
 
 def _pid(line) -> Optional[str]:

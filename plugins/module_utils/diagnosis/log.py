@@ -57,7 +57,7 @@ from .rules import (
 from .compare import dumps_desync_finding
 from .file_names import file_host, file_rank
 from .flight_recorder import FlightRecorderError, compare_dumps, dumps_desync, looks_like_pickle, read_dump
-from .job import MARKERS as JOB_MARKERS
+from .job import pci_number, MARKERS as JOB_MARKERS
 from .job import JobEvidence
 from .lines import (
     MAX_BYTES,
@@ -481,11 +481,25 @@ class _Log:
                          rank=self._rank(finding, host, finding.get("_label", label), source))
                     for (dummy, host, label, source, dummy), finding in self.pending.items()]
         for finding in findings:
+            if finding["code"] in ("rank_exception", "cuda_oom") and finding["rank"] is None:
+                finding["rank"] = self._failed_rank(finding["source"])
+                if finding["rank"] is not None and finding["host"] in (UNKNOWN_HOST, default_host):
+                    finding["host"] = self._rank_host(finding["rank"]) or finding["host"]
+            if finding.get("_bus") and finding["rank"] is None:  # an Xid: the rank on that GPU, or its pid's
+                job, pid = self.job, finding.get("_xid_pid")
+                finding["rank"] = job.bus_rank.get((finding["host"], pci_number(finding["_bus"])))
+                if finding["rank"] is None and pid:
+                    finding["rank"] = job.pid_rank.get((finding["host"], pid),
+                                                       job.pid_rank.get((job.pid_hosts.get(pid), pid)))
+        unranked = [f for f in findings if f["code"] in ("rank_exception", "cuda_oom") and f["rank"] is None]
+        for finding in unranked:
+            finding["rank"] = self._quiet_rank(finding["host"])
+            if finding["rank"] is None and len(unranked) == 1:
+                finding["rank"] = self._first_exit()
+            if finding["rank"] is not None and finding["host"] in (UNKNOWN_HOST, default_host):
+                finding["host"] = self._rank_host(finding["rank"]) or finding["host"]
+        for finding in findings:
             if finding["code"] in ("rank_exception", "cuda_oom"):
-                if finding["rank"] is None:
-                    finding["rank"] = self._failed_rank(finding["source"])
-                    if finding["rank"] is not None and finding["host"] in (UNKNOWN_HOST, default_host):
-                        finding["host"] = self._rank_host(finding["rank"]) or finding["host"]
                 finding["cause"] = _who(finding) + finding["cause"]
         for finding in findings:
             if finding.get("_subject"):  # about the rank the line names, not the one that printed it
@@ -576,6 +590,26 @@ class _Log:
                  for d in self.job.deaths
                  if d.get("exitcode") and (d.get("origin") or {}).get("source") == source}
         return next(iter(ranks)) if len(ranks) == 1 and None not in ranks else None
+
+    def _quiet_rank(self, host) -> Optional[int]:
+        """The one rank on `host` that neither timed out in a collective nor was reported dead by its
+        launcher while others did: a rank's exception that names no rank stopped that rank (a thread's
+        exception, a rank left waiting), and its peers waited for it."""
+        job = self.job
+        on_host = {rank for rank, known in job.ranks.items() if known.get("host") == host}
+        loud = {t["rank"] for t in job.timeouts} | {d.get("rank") for d in job.deaths}
+        quiet = on_host - loud
+        return next(iter(quiet)) if job.timeouts and len(on_host) > 1 and len(quiet) == 1 else None
+
+    def _first_exit(self) -> Optional[int]:
+        """The rank a launcher reported exiting with an error first ("srun: error: gpu-b: task 6: Exited with
+        exit code 1" before the others), where one launcher's output holds every such report: the one rank's
+        traceback that names no rank is that rank's."""
+        exits = [d for d in self.job.deaths if d.get("exitcode") and d.get("rank") is not None]
+        sources = {(d.get("origin") or {}).get("source") for d in exits}
+        if len(sources) != 1:
+            return None
+        return min(exits, key=lambda d: (d.get("origin") or {}).get("line") or 0)["rank"]
 
     def _rank_host(self, rank: int) -> Optional[str]:
         """The host a rank ran on, from NCCL's init lines or a launcher's report of its death."""

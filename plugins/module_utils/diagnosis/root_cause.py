@@ -376,6 +376,10 @@ def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) ->
         # The ranks whose own lines are in the logs (NCCL's init, Lightning's announcement): a rank whose
         # log is missing is not taken for a silent one.
         known = (set(job.ranks) | set(job.announced)) or set(range(job.world))
+        if not known and ranks_out:
+            # Ranks are 0..N-1: timeouts from all of them but one name the one that did not time out.
+            gaps = set(range(max(ranks_out) + 1)) - set(ranks_out)
+            known = set(range(max(ranks_out) + 1)) if len(gaps) == 1 else set()
         silent = sorted(known - set(ranks_out))
         if rank is None and ranks_out and len(silent) >= 1 and len(silent) < len(known):
             rank = silent[0]
@@ -387,6 +391,8 @@ def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) ->
         host = job.pid_hosts.get(ras[0]["pid"])  # RAS names the bootstrap address; NCCL's prefix the host
     if rank is None:
         host = settle_host(host)
+    elif host is None and settle_host(None) not in (None, "unknown"):
+        host = settle_host(None)  # the only host of the logs: the suspect's
     origin = origin or _first_origin(ras, dumps_verdict)
     suspect = f"rank {rank}" + (f" on {host}" if host else " (host not in the logs)") if rank is not None \
         else "no rank named"

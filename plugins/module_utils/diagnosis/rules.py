@@ -242,11 +242,20 @@ RULES = (
           "set NCCL_IB_GID_INDEX to its index on every host (often 3); in containers give the pod the RDMA "
           "device's own network namespace"),
     _rule("ib_verbs_failed", "error", "Call to ibv_",
-          r"Call to (?P<call>ibv_\w+) failed",
+          r"Call to (?P<call>ibv_\w+) failed(?!.*\bretrying\b)",  # NCCL's retries that go on are not failures
           "the InfiniBand/RoCE verbs call {call} failed: the locked-memory limit is too low (containers), "
           "the HCA port is down, or the RoCE GID index is wrong",
           "raise the memlock limit (ulimit -l unlimited; docker --ulimit memlock=-1 --cap-add IPC_LOCK), "
           "check `ibstat`/`ibv_devinfo`, set NCCL_IB_GID_INDEX for RoCE, or NCCL_IB_DISABLE=1 to use sockets"),
+    # The HCA's own event on the host whose link failed: ahead of the completion errors its peers then get.
+    _rule("ib_completion_error", "error", "Got async",
+          r"(?P<hca>\S+:\d+) Got async (?:error )?event: (?P<event>port error|local catastrophic error|"
+          r"device fatal error|port flap\w*)",
+          "the HCA port {hca} on this host reported '{event}': its link went down (cable, transceiver, switch "
+          "port, HCA), so transfers through it fail and its peers' completions error out (status 12)",
+          "check the port: `ibstat` / `ibv_devinfo` (state, physical state, link downs), `mlxlink -d DEVICE` "
+          "or the switch port's counters, reseat or replace the cable or transceiver; take the host out until "
+          "the link is stable"),
     _rule("ib_completion_error", "error", ("Got completion", "local access violation"),
           r"(?:NET/IB ?: Got completion (?:from peer (?P<peer>\S+) )?with (?:error |status=)(?P<status>\d+)"
           r"|(?P<lav>local access violation))",
@@ -348,6 +357,15 @@ RULES = (
           "the program, not the network: every rank must call the same collectives in the same order with "
           "tensors of the same size; look for rank- or data-dependent branches and shapes; "
           "TORCH_DISTRIBUTED_DEBUG=DETAIL checks every collective's shape"),
+    # Gloo's receive checks the size its peer announced against the buffer this rank posted.
+    _rule("collective_desync", "error", "preamble.length",
+          r"op\.preamble\.length <= op\.nbytes\.? (?P<got>\d+) vs (?P<want>\d+)",
+          "Gloo received {got} bytes where this rank posted a buffer of {want}: the ranks called a collective "
+          "with tensors of different sizes, or different collectives (a desync); the rank that aborts is the "
+          "one that received, and the others then see their connections close",
+          "the program, not the network: every rank must call the same collectives in the same order with "
+          "tensors of the same size; look for rank- or data-dependent shapes (the last batch, a branch on the "
+          "rank); TORCH_DISTRIBUTED_DEBUG=DETAIL checks every collective's shape"),
     # Weak alone (NCCL returns it for other misuse too): a warning that the judge makes the root only
     # where nothing else explains the failure.
     _rule("collective_desync", "warning", ("ncclInvalidUsage", "invalid usage"),
@@ -411,12 +429,25 @@ RULES = (
           "start it with `systemctl enable --now nvidia-fabricmanager` (the package version must equal the "
           "driver version); check `nvidia-smi -q | grep -i fabric`"),
     _rule("cuda_error", "error", "Xid",
-          r"NVRM: Xid \((?P<bus>[^)]*)\): (?P<xid>\d+)",
+          r"NVRM: Xid \((?P<bus>[^)]*)\): (?P<xid>\d+)(?:, pid=(?P<xid_pid>\d+))?",
           "the GPU at {bus} reported Xid {xid}, a fault of the GPU or its driver (79: fallen off the bus; 48, 63, 64, "
           "94, 95: memory ECC errors; 74: NVLink; 13, 31, 43: an application's bad access): the ranks on it fail, "
           "the others follow",
           "look the Xid up in NVIDIA's Xid table; `nvidia-smi -q` for ECC and retired pages, reset or drain the GPU "
           "(79 and ECC errors are hardware: take the host out of the job), check power, cooling and the driver",
+          own=True),
+    # A fault of the GPU while it ran this rank's kernels: the rank's own failure, never a peer's doing (a
+    # rank whose peer died sees remote and timeout errors, not these).
+    _rule("cuda_error", "error", ("illegal memory access", "unspecified launch failure", "uncorrectable ECC",
+                                  "misaligned address", "illegal instruction"),
+          r"(?:\[Rank (?P<own_rank>\d+)\].*?)?(?P<error>an illegal memory access was encountered|unspecified launch "
+          r"failure|uncorrectable ECC error encountered|misaligned address|an illegal instruction was encountered)",
+          "the GPU faulted while running this rank's kernels ({error}): a kernel's bad memory access (often an "
+          "index out of range that depends on the data) or the GPU itself failing (ECC, Xid in the kernel log); "
+          "this rank failed first and the others follow",
+          "run that rank with CUDA_LAUNCH_BLOCKING=1 (and compute-sanitizer) to find the kernel and its input; "
+          "check `dmesg -T | grep -i xid` and `nvidia-smi -q -d ECC` on that host: Xid 48, 63, 64, 79, 94, 95 or "
+          "ECC errors mean the GPU is at fault (take it out of the job)",
           own=True),
     # More specific lines of a CUDA call failing inside NCCL first: GPU peer access (P2P) and NVLink SHARP.
     _rule("cuda_error", "error", ("peer access is not supported", "peer mapping resources exhausted"),
@@ -573,13 +604,19 @@ def match_line(text: str, expected_transport: str = "any") -> List[dict]:
         values["with"] = f"with {values['peer']} " if values.get("peer") else ""
         values["at"] = f" at {values['peer']}" if values.get("peer") else ""
         values["quoted"] = match.group(0)[:200]
-        values["completion"] = (f"completion error {values['status']}, status {values['status']}"
+        # NCCL prints "with error 12" (older) or "with status=12": the cause quotes the form the log has.
+        values["completion"] = ((("completion status={0}, status {0}" if "status=" in match.group(0)
+                                  else "completion error {0}, status {0}").format(values["status"]))
                                 if values.get("status") else "")
         severity = "error" if rule.escalate and rule.escalate == expected_transport else rule.severity
         found.append({"code": rule.code, "severity": severity, "cause": rule.cause.format_map(values),
                       "fix": rule.fix.format_map(values), "_rule": _RULE_INDEX[id(rule)], "_own": rule.own})
         if values.get("subject_rank", "").isdigit():  # the line names the rank the finding is about
             found[-1].update(rank=int(values["subject_rank"]), _subject=True)
+        elif values.get("own_rank", "").isdigit():  # the rank that printed it names itself ("[Rank 3] ...")
+            found[-1]["_rank"] = int(values["own_rank"])
+        if values.get("bus"):  # a GPU's PCI address (an Xid): diagnosis.log finds the rank on it
+            found[-1].update(_bus=values["bus"], _xid_pid=values.get("xid_pid") or None)
     return found
 
 

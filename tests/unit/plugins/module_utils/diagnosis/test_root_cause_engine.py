@@ -8,6 +8,7 @@ import pytest
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.exceptions import classify
 from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.file_names import file_host, file_rank
+from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.job import pci_number
 from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.lines import parse_line
 from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import read_nccl_log, read_nccl_log_files
 from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.rules import NEEDLES, anchors
@@ -519,3 +520,103 @@ def test_a_caller_that_knows_whose_log_a_file_is_names_its_host(tmp_path):
                    "[rank1]: ValueError: bad batch\n")
     assert first(read_nccl_log_files([str(log)]))["host"] == "unknown"
     assert first(read_nccl_log_files([str(log)], file_hosts={str(log): "gpu-a"}))["host"] == "gpu-a"
+
+
+# ---- the third pass on failures from elsewhere (tests/samples/failures/w3-*) ----
+
+@pytest.mark.parametrize("address, number", [
+    ("86000", 0x86000), ("a01c0", 0xa01c0), ("PCI:0000:86:00", 0x86000), ("0000:a0:1c.0", 0xa01c0),
+    ("00000000:4E:00.0", 0x4e000), ("nonsense", None)])
+def test_a_gpu_s_pci_address_is_one_number_as_nccl_prints_it(address, number):
+    assert pci_number(address) == number
+
+
+def test_an_xid_is_the_rank_s_whose_gpu_nccl_put_on_that_bus():
+    text = ("node2:7001:7010 [6] NCCL INFO ncclCommInitRankConfig comm 0x1 rank 14 nranks 16 cudaDev 6 nvmlDev 6 "
+            "busId a01c0 commId 0x2 - Init START\n"
+            "node2:7002:7011 [7] NCCL INFO ncclCommInitRankConfig comm 0x1 rank 15 nranks 16 cudaDev 7 nvmlDev 7 "
+            "busId a01d0 commId 0x2 - Init START\n"
+            "node2 kernel: NVRM: Xid (PCI:0000:a0:1c): 79, pid=7001, GPU has fallen off the bus.\n")
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["host"], root["rank"]) == ("cuda_error", "node2", 14) and "Xid 79" in root["cause"]
+
+
+def test_a_gpu_fault_is_the_rank_s_own_failure_ahead_of_its_peers_closed_connections():
+    text = ("[2025-06-11 08:47:50] node0:1:100 [0] misc/socket.cc:64 NCCL WARN socketProgress: Connection closed "
+            "by remote peer node1<52093>\n"
+            "node1:1:1 [0] NCCL INFO comm 0x1 rank 1 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0\n"
+            "[2025-06-11 08:47:49] node1:1:1 [0] enqueue.cc:1556 NCCL WARN Cuda failure 700 'an illegal memory "
+            "access was encountered'\n")
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["host"], root["rank"]) == ("cuda_error", "node1", 1)
+    assert "illegal memory access" in root["cause"]
+
+
+def test_a_verbs_call_nccl_retries_is_no_failure_and_the_one_it_gives_up_on_is():
+    retry = ("node1:5:6 [3] NCCL INFO Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_3:1, "
+             "curr state INIT, next state RTR, retrying 1/35 after 100 msec of sleep\n")
+    assert "ib_verbs_failed" not in [f["code"] for f in read_nccl_log(retry)["findings"]]
+    failed = retry.replace("NCCL INFO", "misc/ibvwrap.cc:291 NCCL WARN").replace(", retrying 1/35 after 100 msec "
+                                                                                  "of sleep", "")
+    assert first(read_nccl_log(failed))["code"] == "ib_verbs_failed"
+
+
+def test_a_port_error_on_one_host_comes_before_its_peers_completion_errors():
+    text = ("[2025-10-03 09:41:38] node1:70:71 [5] transport/net_ib.cc:2451 NCCL WARN NET/IB: Got completion from "
+            "peer 10.0.0.3<43517> with status=12 opcode=1 len=0 vendor err 129 (Send) hca mlx5_5\n"
+            "[2025-10-03 09:38:12] node3:72:73 [0] transport/net_ib.cc:199 NCCL WARN NET/IB : mlx5_5:1 Got async "
+            "error event: port error\n")
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["host"]) == ("ib_completion_error", "node3") and "port error" in root["cause"]
+
+
+def test_gloo_receiving_more_than_the_rank_posted_is_a_desync():
+    text = ("terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
+            "  what():  [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] "
+            "op.preamble.length <= op.nbytes. 1024 vs 512\n")
+    root = first(read_nccl_log(text))
+    assert root["code"] == "collective_desync" and "1024" in root["cause"] and "512" in root["cause"]
+
+
+def test_launchers_name_the_rank_of_a_pid_ray_s_worker_table_and_deepspeed_s_mapping():
+    ray = ("(TorchTrainer pid=1) - (ip=10.0.1.23, pid=8841) world_rank=3, local_rank=1, node_rank=1\n"
+           "(RayTrainWorker pid=8841, ip=10.0.1.23) [E ProcessGroupNCCL.cpp:915] [Rank 3] NCCL watchdog thread "
+           "terminated with exception: CUDA error: uncorrectable ECC error encountered\n")
+    root = first(read_nccl_log(ray))
+    assert (root["code"], root["rank"]) == ("cuda_error", 3) and "ECC" in root["cause"]
+    deepspeed = ("node1: [INFO] [launch.py:163:main] global_rank_mapping=defaultdict(<class 'list'>, {'node0': [0, 1], "
+                 "'node1': [2, 3]})\n"
+                 "node1: [INFO] [launch.py:256:main] process 4821 spawned with command: ['python', '-u', 'train.py', "
+                 "'--local_rank=1']\n"
+                 "node1: [Tue May 14 11:03:53 2024] NVRM: Xid (PCI:0000:4e:00): 94, pid=4821, name=python, Contained\n")
+    root = first(read_nccl_log(deepspeed))
+    assert (root["code"], root["host"], root["rank"]) == ("cuda_error", "node1", 3)
+
+
+def test_an_exception_that_names_no_rank_is_the_one_rank_of_its_host_that_did_not_time_out():
+    waiting = "".join(
+        f"[rank{r}]:[E612 04:11:18.363656480 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+        f"operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran "
+        f"for 600044 milliseconds before timing out.\n" for r in (2, 3))
+    init = "".join(f"hostb:{100 + r}:{100 + r} [{r - 2}] NCCL INFO comm 0x1 rank {r} nRanks 4 nNodes 1 localRanks 3 "
+                   f"localRank {r - 2} MNNVL 0\n" for r in (2, 3, 4))
+    thread = ("Exception in thread Prefetcher:\nTraceback (most recent call last):\n"
+              '  File "/srv/prefetch.py", line 58, in run\n    batch = next(it)\nKeyError: \'labels\'\n')
+    root = first(read_nccl_log(init + thread + waiting))
+    assert (root["code"], root["host"], root["rank"]) == ("rank_exception", "hostb", 4) and "KeyError" in root["cause"]
+
+
+def test_a_hang_whose_timeouts_come_from_every_rank_but_one_names_that_one():
+    text = "".join(f"[E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: "
+                   f"WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800400 "
+                   f"milliseconds before timing out.\n" for r in (1, 2, 3))
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["rank"]) == ("hang_in_collective", 0)
+    gap = "".join(f"[E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: "
+                  f"WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800400 "
+                  f"milliseconds before timing out.\n" for r in (1, 3))
+    assert first(read_nccl_log(gap))["rank"] is None   # two ranks missing: neither is named
+
+
+def test_a_file_name_with_a_job_id_is_a_run_not_a_host():
+    assert file_host("pretrain-88412-6.out") is None and file_host("ip-10-0-0-5.log") == "ip-10-0-0-5"
