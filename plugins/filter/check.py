@@ -29,6 +29,24 @@ def nccl_check_probe_targets(resolved, mode="ring"):
             for host, peers in probe_plan(list(resolved), mode).items()}
 
 
+def nccl_check_path_targets(hostvars, hosts, mode="ring"):
+    """{host: {"mtu": its cluster NIC's MTU, "peers": {peer: cluster address}}} for the path-MTU echoes,
+    to the same ring neighbours as the host-name pings, planned once for the play."""
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.check.findings import path_targets
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.plan import probe_plan
+
+    hosts = list(hosts)
+    nics = {}
+    for name in hosts:
+        facts = hostvars[name]
+        own = next((nic for nic in facts.get("nccl_preflight_nics") or []
+                    if nic.get("name") == facts.get("ncclkit_cluster_ifname")), {})
+        # A cloud role that changed the MTU after nccl_preflight says so in ncclkit_cluster_mtu.
+        nics[name] = {"cluster_ip": facts.get("ncclkit_cluster_ip", ""),
+                      "mtu": facts.get("ncclkit_cluster_mtu") or own.get("mtu")}
+    return path_targets(nics, probe_plan(hosts, mode))
+
+
 def host_view(facts) -> dict:
     """One host's view for the judge: its survey's check view plus what the judge compares across hosts."""
     from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import rdma_transport
@@ -71,5 +89,6 @@ class FilterModule:
         return {
             "nccl_check_master": nccl_check_master,
             "nccl_check_probe_targets": nccl_check_probe_targets,
+            "nccl_check_path_targets": nccl_check_path_targets,
             "nccl_check_judge": nccl_check_judge,
         }

@@ -241,6 +241,35 @@ def probe_findings(me: str, master: dict, outcome: Optional[str], holder: Option
         [f"TCP connect from {me} to {master['addr']}:{master['port']}: {outcome}"])]
 
 
+def path_targets(nics: Dict[str, dict], plan: Dict[str, List[str]]) -> Dict[str, dict]:
+    """{host: {"mtu", "peers": {peer: cluster address}}} from {host: {cluster_ip, mtu}} and the probe plan
+    (host -> peers); a host without a known MTU probes nothing."""
+    return {host: {"mtu": int(nics[host]["mtu"]) if nics[host].get("mtu") else 0,
+                   "peers": {peer: nics[peer]["cluster_ip"] for peer in peers if nics[peer].get("cluster_ip")}}
+            for host, peers in plan.items()}
+
+
+def path_findings(me: str, path: Dict[str, dict]) -> List[dict]:
+    """A path that answers small echoes but not ones that fill this host's MTU: frames of that size are
+    dropped on the way without a word (no ICMP), so NCCL connects and then hangs on its first large
+    message. An unknown answer (no ping, a ping without -M) is no finding."""
+    blocked = {peer: result for peer, result in sorted((path or {}).items())
+               if result.get("small") is True and result.get("large") is False}
+    if not blocked:
+        return []
+    mtu = next(iter(blocked.values()))["mtu"]
+    return [finding(
+        "path_mtu", "error", me,
+        f"{me}'s cluster NIC has MTU {mtu}, but a packet of that size to {', '.join(blocked)} does not arrive while "
+        "a small one does: something on the way (a switch port, bridge, tunnel or the cloud network) takes less "
+        "and drops larger frames without saying so; NCCL connects, then hangs in its first large transfer",
+        f"give every host's cluster NIC and the network between them one MTU: lower {me}'s (ip link set NIC mtu "
+        "1500) or raise the path's (the switch ports, the cloud's jumbo-frame setting); site.yml's nccl_network "
+        "probe measures which MTU gets through",
+        [f"from {me}: ping -M do -s {mtu - 28} {result['address']} ({peer}): no reply; a small ping: a reply"
+         for peer, result in blocked.items()])]
+
+
 def verdict(host: str, findings: List[dict]) -> str:
     """One line: ready, or the first error's code and cause."""
     errors = [f for f in findings if f["severity"] == "error"]
@@ -272,6 +301,7 @@ def judge(hosts: Dict[str, dict], master: dict) -> dict:
         findings += host_findings(name, hosts, unreached[name])
         probes = view.get("probes") or {}
         findings += probe_findings(name, master, probes.get("master"), probes.get("master_holder"))
+        findings += path_findings(name, probes.get("path") or {})
     order = {"error": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: order.get(f["severity"], 3))
     verdicts = {name: verdict(name, [f for f in findings if f["host"] in (name, None)]) for name in hosts}

@@ -1,5 +1,6 @@
 """What `ncclkit check` asks from one host: do its peers' host-name addresses answer a ping, does
-a TCP connection to the rendezvous open, and (on the master) does a process already hold the rendezvous port.
+a TCP connection to the rendezvous open, (on the master) does a process already hold the rendezvous port,
+and does a packet that fills the cluster NIC's MTU reach the ring neighbours' cluster addresses.
 
 Standard library only, and runnable as a script (`python3 check_probe.py JSON`, or its text through
 `python3 -c`): nccl_preflight runs it through `raw`, because a module run costs every host about
@@ -16,18 +17,37 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 
-def ping(address, timeout=1.0):
+def ping(address, timeout=1.0, size=None):
     """True when a reply came, False when none did, None when there is no ping to ask. Unpinned:
-    the kernel's route to the address decides, as it does for torch and Gloo."""
+    the kernel's route to the address decides, as it does for torch and Gloo. size: the payload of
+    echoes sent with Don't Fragment (`-M do -s`), to ask whether a packet that fills the NIC's MTU
+    gets through; then None also when ping cannot send such echoes (busybox's has no -M)."""
     # Up to five echoes in the time allowed; the first reply ends it.
-    argv = ["ping", "-n", "-q", "-c", "1", "-i", "0.2", "-w", str(max(1, int(round(timeout)))), address]
+    argv = ["ping", "-n", "-q", "-c", "1", "-i", "0.2", "-w", str(max(1, int(round(timeout))))]
+    if size:
+        argv += ["-M", "do", "-s", str(int(size))]
     try:
-        return subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              timeout=timeout + 5, check=False).returncode == 0
+        code = subprocess.run(argv + [address], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=timeout + 5, check=False).returncode
     except FileNotFoundError:
         return None
     except subprocess.TimeoutExpired:
         return False
+    if size:
+        return True if code == 0 else False if code == 1 else None
+    return code == 0
+
+
+def path_mtu(peers, mtu, timeout, pool):
+    """{peer: {address, mtu, small, large}}: a small echo to each peer's cluster address, and one that
+    fills this host's MTU with Don't Fragment set. A small reply without a large one is a path that
+    drops frames of this MTU without saying so (no ICMP "fragmentation needed")."""
+    if not mtu or int(mtu) <= 576:
+        return {}
+    asked = {peer: (address, pool.submit(ping, address, timeout), pool.submit(ping, address, timeout, int(mtu) - 28))
+             for peer, address in (peers or {}).items() if address}
+    return {peer: {"address": address, "mtu": int(mtu), "small": small.result(), "large": large.result()}
+            for peer, (address, small, large) in asked.items()}
 
 
 def connect(source, address, port, timeout=1.0):
@@ -88,24 +108,28 @@ def holder(port):
     return "a process"
 
 
-def probe(source, targets, master, timeout=1.0):
+def probe(source, targets, master, timeout=1.0, path=None):
     """{"hostname": {peer: ping outcome of its first address, False without one}, "master": the
     connection's outcome, None on the master itself or without a rendezvous, "master_holder": on the
-    master, who already listens on the rendezvous port (None: nobody)}."""
-    with ThreadPoolExecutor(max_workers=max(1, min(32, len(targets) + 1))) as pool:
+    master, who already listens on the rendezvous port (None: nobody), "path": path_mtu's answer for
+    path {"mtu": this host's cluster NIC's, "peers": {peer: cluster address}} (empty without one)}."""
+    path = path or {}
+    with ThreadPoolExecutor(max_workers=max(1, min(32, 2 * len(targets) + 2))) as pool:
         pings = {name: pool.submit(ping, addresses[0], timeout) if addresses else None
                  for name, addresses in targets.items()}
         on_master = not master.get("addr") or master["addr"] == source
         opened = None if on_master else pool.submit(connect, source, master["addr"], master["port"], timeout)
+        paths = path_mtu(path.get("peers"), path.get("mtu"), timeout, pool)
         return {"hostname": {name: (future.result() if future else False) for name, future in pings.items()},
                 "master": opened.result() if opened else None,
-                "master_holder": holder(master["port"]) if master.get("addr") and on_master else None}
+                "master_holder": holder(master["port"]) if master.get("addr") and on_master else None,
+                "path": paths}
 
 
 def main(argv):
     request = json.loads(argv[1])
     probes = probe(request.get("source", ""), request.get("targets", {}), request.get("master") or {},
-                   float(request.get("timeout", 1.0)))
+                   float(request.get("timeout", 1.0)), request.get("path") or {})
     sys.stdout.write(json.dumps({"probes": probes}) + "\n")
 
 

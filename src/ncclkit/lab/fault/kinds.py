@@ -243,7 +243,7 @@ KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
     FaultKind("eth1_down", "network", "the node's cluster NIC eth1 down", "fails", "cluster_nic_down",
               "rendezvous_timeout", eth1_down),
     FaultKind("mtu_mismatch", "network", "two nodes' eth1 at MTU 9000 across the 1500 bridge (oversize frames "
-              "dropped, no ICMP)", "hangs", None, "hang_in_collective", mtu_mismatch),
+              "dropped, no ICMP)", "hangs", "path_mtu", "hang_in_collective", mtu_mismatch),
     FaultKind("packet_loss", "network", "15-25 % of eth1's inbound packets lost", "slower", None, None,
               packet_loss),
     FaultKind("link_throttled", "network", "eth1 throttled by tbf to 2-10 Mbit/s", "slower", None, None,

@@ -162,3 +162,27 @@ def test_gpudirect_on_efa_is_efa_s_own_module_not_nvidia_peermem():
     # InfiniBand keeps its rule.
     assert ("gpudirect_rdma_off", "warning") in found(transport="ib", nvidia_peermem=False)
     assert not any(code.startswith("gpudirect") for code, dummy in found(transport="ib", nvidia_peermem=True))
+
+
+def test_a_path_that_drops_frames_of_the_nic_s_mtu_is_an_error_on_the_host_that_sent_them():
+    hosts = lab(profile_files())
+    hosts["node1"]["probes"]["path"] = {
+        "node2": {"address": "198.19.150.12", "mtu": 9000, "small": True, "large": False}}
+    hosts["node2"]["probes"]["path"] = {
+        "node1": {"address": "198.19.150.11", "mtu": 9000, "small": False, "large": False},   # unreachable
+        "node3": {"address": "198.19.150.13", "mtu": 9000, "small": True, "large": None}}     # not asked
+    result = cf.judge(hosts, cf.choose_master(ch.profile_master(profile_files()), "x", 1))
+    blocked = [f for f in result["findings"] if f["code"] == "path_mtu"]
+    assert [(f["host"], f["severity"]) for f in blocked] == [("node1", "error")] and not result["ready"]
+    assert "MTU 9000" in blocked[0]["cause"] and "node2" in blocked[0]["cause"]
+    assert blocked[0]["evidence"] == ["from node1: ping -M do -s 8972 198.19.150.12 (node2): no reply; "
+                                      "a small ping: a reply"]
+
+
+def test_the_path_targets_are_the_ring_neighbours_cluster_addresses_with_the_host_s_mtu():
+    nics = {"node1": {"cluster_ip": "10.0.0.1", "mtu": 9000}, "node2": {"cluster_ip": "10.0.0.2", "mtu": None},
+            "node3": {"cluster_ip": "", "mtu": 1500}}
+    plan = {"node1": ["node2", "node3"], "node2": ["node1"], "node3": ["node1"]}
+    assert cf.path_targets(nics, plan) == {"node1": {"mtu": 9000, "peers": {"node2": "10.0.0.2"}},
+                                           "node2": {"mtu": 0, "peers": {"node1": "10.0.0.1"}},
+                                           "node3": {"mtu": 1500, "peers": {"node1": "10.0.0.1"}}}

@@ -113,3 +113,28 @@ def test_on_the_master_the_script_names_who_already_holds_the_rendezvous_port():
     assert free["master_holder"] is None
     elsewhere = run_script({"source": "127.0.0.2", "targets": {}, "master": {"addr": "127.0.0.1", "port": port}})
     assert elsewhere["master_holder"] is None   # only the master looks at its own port
+
+
+@pytest.mark.skipif(shutil.which("ping") is None, reason="needs ping (iputils-ping)")
+def test_the_script_sends_echoes_that_fill_the_mtu_with_dont_fragment():
+    # Loopback's MTU (65536) takes a 9000-byte frame, and refuses a payload no IPv4 packet can carry.
+    fits = run_script({"targets": {}, "master": {}, "path": {"mtu": 9000, "peers": {"node2": "127.0.0.1"}}})
+    assert fits["path"] == {"node2": {"address": "127.0.0.1", "mtu": 9000, "small": True, "large": True}}
+    assert run_script({"targets": {}, "master": {}, "path": {"mtu": 576, "peers": {"node2": "127.0.0.1"}}})[
+        "path"] == {}   # no MTU worth asking about
+    assert run_script({"targets": {}, "master": {}})["path"] == {}
+
+
+def test_a_path_that_drops_full_frames_is_told_from_one_that_drops_everything(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.raw_scripts import check_probe
+
+    answers = {("10.0.0.2", None): True, ("10.0.0.2", 8972): False,      # a bridge at 1500
+               ("10.0.0.3", None): False, ("10.0.0.3", 8972): False,     # down: not an MTU question
+               ("10.0.0.4", None): True, ("10.0.0.4", 8972): None}       # a ping without -M
+    monkeypatch.setattr(check_probe, "ping", lambda address, timeout, size=None: answers[(address, size)])
+    with ThreadPoolExecutor(4) as pool:
+        path = check_probe.path_mtu({"node2": "10.0.0.2", "node3": "10.0.0.3", "node4": "10.0.0.4"}, 9000, 1.0, pool)
+    assert {peer: (r["small"], r["large"]) for peer, r in path.items()} == {
+        "node2": (True, False), "node3": (False, False), "node4": (True, None)}
