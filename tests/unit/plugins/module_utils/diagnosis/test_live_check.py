@@ -12,10 +12,10 @@ CASES = SAMPLES / "failures"
 MASTER = {"addr": "198.19.62.11", "port": 29500, "source": "the profile's ncclkit-torchrun", "host": "node1"}
 
 
-def check(*findings, hosts=("node1", "node2"), unreachable=None, master=MASTER):
+def check(*findings, hosts=("node1", "node2"), unreachable=None, master=None):
     return {"verdict": "NOT READY: ..." if findings else "READY: multi-node training should start here",
             "ready": not findings, "findings": list(findings), "unreachable": unreachable or {},
-            "master": master, "hosts": list(hosts)}
+            "master": master or MASTER, "hosts": list(hosts)}
 
 
 def item(code, host, cause="a cause", fix="a fix", severity="error"):
@@ -34,8 +34,8 @@ def test_a_rendezvous_hang_takes_the_host_whose_nic_is_down():
     explained = explain(result, check(item("cluster_nic_down", "node2", "node2's cluster NIC eth1 is down",
                                            "ip link set eth1 up")))
     root = explained["findings"][0]
-    assert (root["code"], root["host"], root["explained_by"]) == (result["findings"][0]["code"], "node2",
-                                                                   ["cluster_nic_down"])
+    expected = (result["findings"][0]["code"], "node2", ["cluster_nic_down"])
+    assert (root["code"], root["host"], root["explained_by"]) == expected
     assert "eth1 is down" in root["cause"] and root["fix"] == "ip link set eth1 up"
     added = explained["findings"][1]
     assert added["code"] == "cluster_nic_down" and added["source"] == "ncclkit check"
