@@ -71,6 +71,8 @@ def _causes(root: dict, check: dict) -> tuple[str, list[dict], str] | None:
     errors = [f for f in check.get("findings", []) if f.get("severity") == "error"]
     if root["code"] in CONNECTIVITY:
         wanted: tuple[str, ...] = NETWORK_CAUSES
+    elif root["code"] == "hang_in_collective" and root.get("rank") is None:
+        wanted = ("path_mtu",)  # connected, then stuck with no rank to blame: full frames that never arrive
     elif root["code"] in HOST_CAUSES and root.get("host") in UNKNOWN_HOSTS:
         wanted = HOST_CAUSES[root["code"]]
     else:

@@ -106,3 +106,14 @@ def test_an_unreachable_host_explains_a_connection_failure_with_no_host():
     explained = explain(result, check(unreachable={"node2": "ssh: connect to host 10.0.0.12 port 22: No route"}))
     root = explained["findings"][0]
     assert root["host"] == "node2" and root["explained_by"] == ["host_unreachable"] and "No route" in root["cause"]
+
+
+def test_a_collective_hang_with_no_rank_to_blame_takes_a_path_that_drops_full_frames():
+    result = logs("rank_stopped-1")
+    root = result["findings"][0]
+    assert root["code"] == "hang_in_collective" and root["rank"] is not None
+    blamed = explain(result, check(item("path_mtu", "node2")))["findings"][0]
+    assert "explained_by" not in blamed   # the logs named the stopped rank: the network is not asked
+    unnamed = dict(result, findings=[dict(root, rank=None)] + result["findings"][1:])
+    explained = explain(unnamed, check(item("path_mtu", "node2"), item("gloo_unpinned", "node1")))["findings"][0]
+    assert (explained["host"], explained["explained_by"]) == ("node2", ["path_mtu"])
