@@ -2,7 +2,8 @@
 # The fault matrix's GPU kinds on one GPU host: two simulated hosts (node0/node1, each rank in its own
 # UTS namespace, sharing GPU 0, NCCL NET/Socket on lo), benchmarks/h200_fault_job.py under torchrun,
 # one fault per run in rank 1 (node1): CUDA OOM, a stopped rank (with NCCL RAS: ncclras's report
-# taken while it is stopped), a killed rank, a wrong NCCL_SOCKET_IFNAME on node1, a desync.
+# taken while it is stopped), a killed rank, a wrong NCCL_SOCKET_IFNAME on node1, a desync, and
+# NCCL_PROTO set on node1 only.
 # Logs: WORK/h200-<kind>-node{0,1}.log (+ -ncclras.log), summary.txt.
 #
 #   benchmarks/h200_fault_kinds.sh WORK_DIR          (ran on the lent GPU machine; root)
@@ -41,10 +42,12 @@ job() { # kind action [node1 env...]
   say "$kind: ended after $((SECONDS - started)) s"
 }
 
-# KINDS="cuda_oom rank_killed" runs only those (all five when unset).
+# KINDS="cuda_oom rank_killed" runs only those (all six when unset).
 want() { [ -z "${KINDS:-}" ] || [[ " $KINDS " == *" $1 "* ]]; }
 want cuda_oom && job cuda_oom oom
 want rank_stopped && job rank_stopped stop
 want rank_killed && job rank_killed kill
 want socket_ifname_missing && job socket_ifname_missing "" NCCL_SOCKET_IFNAME=eth9
 want collective_desync && job collective_desync desync
+# NCCL-only setting on one node: NCCL_PROTO on node1 only, no fault in the job (effect expected: none).
+want nccl_setting_differs && job nccl_setting_differs "" NCCL_PROTO=LL
