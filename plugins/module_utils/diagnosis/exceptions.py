@@ -58,6 +58,11 @@ _NOT_OWN_WORDS = ("ProcessGroup", "Watchdog", "TCPStore", "c10d", "closed by pee
                   # a worker or child process that died: its own cause (a signal, a bus error) is elsewhere
                   "exited unexpectedly", "killed by signal", "mismatch between collectives",
                   "actor died unexpectedly", "RayActorError",
+                  # Horovod stopping every rank after one failed or stalled: the cause is that rank's
+                  "Horovod has been shut down",
+                  # torch's DataLoader re-raising a worker's error: the worker's own ("Original Traceback")
+                  # follows, and is the one quoted
+                  "in DataLoader worker process",
                   # torch's monitored barrier (TORCH_DISTRIBUTED_DEBUG=DETAIL) names another rank as late
                   "monitoredBarrier", "monitored_barrier")
 _OOM_WORDS = ("CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", "CUDA error: out of memory")

@@ -20,6 +20,13 @@ from .timeline import parse_stamp
 # busId 60 - Init COMPLETE" (2.12+), "comm 0x.. rank 1 nRanks 2 nNodes 2 ..." (2.18+).
 _NCCL_RANK = re.compile(r"\bcomm \S+ rank (?P<rank>\d+) n[Rr]anks (?P<nranks>\d+)\b")
 _NCCL_BUS = re.compile(r"\bbusId (?P<bus>[0-9a-fA-F:.]+)")
+_VERSION_MISMATCH = re.compile(r"Mismatched NCCL version detected : rank (?P<a>\d+) version (?P<va>\d+) "
+                               r"rank (?P<b>\d+) version (?P<vb>\d+)")
+# nccl-tests' rank table "#  Rank 13 Group  0 Pid  31077 on     gpu-n2 device  5 [0000:90:00] NVIDIA ..."
+# and the trace a failing rank prints " .. gpu-n2 pid 31077: Test failure common.cu:407".
+_TESTS_RANK = re.compile(r"#\s+Rank\s+(?P<rank>\d+) Group\s+\d+ Pid\s+(?P<pid>\d+) on\s+(?P<host>\S+) device\s+\d+"
+                         r"(?: \[(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?)\])?")
+_TESTS_TRACE = re.compile(r"\.\. (?P<host>\S+) pid (?P<pid>\d+): Test failure")
 # Ray Train's worker table: "(ip=10.0.1.23, pid=8841) world_rank=3, local_rank=1, node_rank=1".
 _RAY_WORKER = re.compile(r"\(ip=(?P<ip>[\w.:-]+), pid=(?P<pid>\d+)\) world_rank=(?P<rank>\d+)")
 # Open MPI / PRRTE: "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed)."
@@ -74,8 +81,12 @@ _FORENSICS_RAS = "ncclkit-forensics: ras: "
 # (The rendezvous' start markers are looked for only while no rendezvous is known: see watching().)
 MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on signal", "srun: error:",
            "Process name: [[", "Exit code:", "OOMKilled", "Name:", "memory:",
-           "(exitcode: ", "exits with return code", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL", "Timed out waiting",
-           "GLOBAL_RANK", "world_rank=", "global_rank_mapping=", "spawned with command") + _RENDEZVOUS_DONE
+           "(exitcode: ", "exits with return code", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL", " compiled with CUDA ", "Timed out waiting",
+           "GLOBAL_RANK", "world_rank=", "global_rank_mapping=", "spawned with command", " Pid ",
+           ": Test failure", "Missing ranks:") + _RENDEZVOUS_DONE
+# Horovod's stall inspector: "Missing ranks:" then one line per rank that did not submit the tensors
+# the others wait on ("6: [allreduce.fc.bias, ...]").
+_STALLED_RANK = re.compile(r"^\s*(?P<rank>\d+): \[")
 
 # States of a process that cannot make progress in a collective.
 STUCK_STATES = {"T": "stopped (SIGSTOP or a debugger)", "t": "stopped by a tracer",
@@ -114,6 +125,7 @@ class JobEvidence:
         self.pid_rank: Dict[tuple, int] = {}      # (host, pid) -> rank
         self.pid_hosts: Dict[str, str] = {}       # pid -> host (for OOM lines naming a pid only)
         self.bus_rank: Dict[tuple, int] = {}      # (host, the GPU's PCI address as a number) -> rank
+        self.rank_versions: Dict[int, str] = {}   # rank -> the NCCL version code NCCL's mismatch check names
         self.world = 0
         self.init_done_hosts: Dict[str, dict] = {}  # host -> origin of its first init-complete line
         self.init_started = False
@@ -129,6 +141,9 @@ class JobEvidence:
         self._line_host = None
         self._mpi_rank: Optional[int] = None     # Open MPI's "Process name: [[J,1],R]" before its "Exit code:"
         self._pod: Optional[dict] = None          # the pod `kubectl describe` is describing
+        self.test_failure_pid: Dict[str, str] = {}  # nccl-tests: host -> the pid of its first failing rank
+        self.stalled: Dict[int, dict] = {}        # Horovod: rank -> origin of the stall report naming it missing
+        self._stall_block = False
         self._host_ranks: Dict[str, List[int]] = {}  # DeepSpeed: host -> its global ranks by local rank
         self._spawned: List[tuple] = []           # DeepSpeed: (host, pid, local rank) of each process started
 
@@ -146,6 +161,29 @@ class JobEvidence:
         if "ncclkit-forensics:" in text:
             self._forensic(text, origin)
             return
+        if self._stall_block:
+            # "6: [allreduce...]" reads as srun's label "6: " before the tensor list.
+            missing = _STALLED_RANK.match(text)
+            rank = missing["rank"] if missing else line.label if text.startswith("[") else None
+            if rank is not None and str(rank).isdigit():
+                self.stalled.setdefault(int(rank), origin())
+                return
+            self._stall_block = False
+        if text.strip() == "Missing ranks:":
+            self._stall_block = True
+            return
+        if " Pid " in text and "Rank" in text:
+            row = _TESTS_RANK.search(text)
+            if row:
+                self.pid_rank.setdefault((row["host"], row["pid"]), int(row["rank"]))
+                self.pid_hosts.setdefault(row["pid"], row["host"])
+                self.ranks.setdefault(int(row["rank"]), {"host": row["host"], "pid": row["pid"], "nranks": None})
+                if row["bus"]:
+                    self.bus_rank.setdefault((row["host"], pci_number(row["bus"])), int(row["rank"]))
+        elif ": Test failure" in text:
+            trace = _TESTS_TRACE.search(text)
+            if trace:
+                self.test_failure_pid.setdefault(trace["host"], trace["pid"])
         if "global_rank_mapping=" in text:
             for match in _DEEPSPEED_HOST_RANKS.finditer(text):
                 self._host_ranks[match["host"]] = [int(r) for r in match["ranks"].split(",") if r.strip()]
@@ -188,13 +226,18 @@ class JobEvidence:
                 match = _RENDEZVOUS_START.search(text)
                 if match:
                     self.rendezvous = origin()
-        if self.ras.seen or "SERVER PROTOCOL" in text:
+        if self.ras.seen or "SERVER PROTOCOL" in text or " compiled with CUDA " in text:
             self.ras.add(text, origin)
 
     # ---- NCCL's own lines ----
 
     def _nccl(self, line, origin) -> None:
         msg, host = line.msg, line.host
+        if "Mismatched NCCL version" in msg:
+            pair = _VERSION_MISMATCH.search(msg)
+            if pair:
+                self.rank_versions[int(pair["a"])] = pair["va"]
+                self.rank_versions[int(pair["b"])] = pair["vb"]
         if "nranks" in msg or "nRanks" in msg:
             match = _NCCL_RANK.search(msg)
             if match:
@@ -368,13 +411,24 @@ class JobEvidence:
     def watching(self) -> bool:
         """Whether every line matters now: a torchrun error report or a RAS report is being read (their
         lines hold no marker), or the rendezvous has not started nor finished yet."""
-        return self._in_report or self.ras.seen or (self.rendezvous is None and not self.rendezvous_done)
+        return (self._in_report or self.ras.seen or self._stall_block
+                or (self.rendezvous is None and not self.rendezvous_done))
 
     def report_rank(self) -> Optional[int]:
         """The rank of the torchrun error report being read (its traceback is that rank's), else None."""
         child = self._child if self._in_report else None
         match = re.match(r"\d+", (child or {}).get("rank", ""))
         return int(match.group()) if match else None
+
+    def odd_version(self) -> Optional[tuple]:
+        """(the version fewer ranks run, those ranks, the version the most run) from NCCL's mismatch lines."""
+        counts: Dict[str, List[int]] = {}
+        for rank, version in self.rank_versions.items():
+            counts.setdefault(version, []).append(rank)
+        if len(counts) < 2:
+            return None
+        ordered = sorted(counts, key=lambda version: len(counts[version]))
+        return ordered[0], sorted(counts[ordered[0]]), ordered[-1]
 
     def finish(self) -> None:
         self._flush_child()

@@ -265,9 +265,10 @@ def parse_line(number: int, raw: str) -> Line:
             if known is None:
                 if len(_PREFIX_CACHE) >= _PREFIX_CACHE_SIZE:
                     _PREFIX_CACHE.clear()
-                known = _PREFIX_CACHE[prefix] = _strip_prefixes(prefix)[:3]
-            label, stamp, syslog_host = known
-            text = text[match.end():]
+                label, stamp, syslog_host, rest = _strip_prefixes(prefix)
+                known = _PREFIX_CACHE[prefix] = (label, stamp, syslog_host, len(prefix) - len(rest))
+            label, stamp, syslog_host, used = known
+            text = text[used:]
     if nccl or "] INFO " in text or " WARN " in text:
         match = NCCL_LINE.match(text) or NCCL_LINE.search(text)
         if match:
@@ -296,8 +297,10 @@ def _strip_prefixes(text: str) -> Tuple[Optional[str], Optional[str], Optional[s
         match = _LABEL.match(text, position)
         if not match or match.end() == position:
             break
-        position = match.end()
         kind = match.lastgroup  # each alternative's value group closes last
+        if kind == "srun" and label is not None:
+            break  # srun's "0: " is outermost: after another launcher's label it is the program's text
+        position = match.end()
         if kind is None or kind == "colour":
             continue
         if kind in _LABEL_KINDS:

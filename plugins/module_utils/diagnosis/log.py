@@ -48,6 +48,7 @@ from .rules import (
     match_line,
     nccl_warning,
     is_virtual,
+    majority_network,
     nic_findings,
     parse_networks,
     sort_key,
@@ -299,7 +300,8 @@ class _Log:
         if level:
             stages.torch = True
             # NCCL's lines tell the job and its stages only about communicators and their init.
-            if "nranks" in msg or "nRanks" in msg or "Init " in msg or "Connected all" in msg or "Destroy" in msg:
+            if "nranks" in msg or "nRanks" in msg or "Init " in msg or "Connected all" in msg or "Destroy" in msg \
+                    or "Mismatched NCCL version" in msg:
                 origin = partial(_origin, line, source)  # evidence built only for the few lines that matter
                 job.add(line, origin)
                 stages.add(line, origin)
@@ -501,6 +503,22 @@ class _Log:
         for finding in findings:
             if finding["code"] in ("rank_exception", "cuda_oom"):
                 finding["cause"] = _who(finding) + finding["cause"]
+        odd = self.job.odd_version()
+        for finding in findings:
+            if odd and finding.get("_versions"):
+                version, ranks, common = odd
+                hosts = sorted({self._rank_host(rank) for rank in ranks} - {None})
+                where = f" on {', '.join(hosts)}" if hosts else ""
+                finding.update(host=hosts[0] if len(hosts) == 1 else finding["host"], rank=None, cause=(
+                    f"rank(s) {', '.join(map(str, ranks[:8]))}{where} run NCCL {version} while the others run "
+                    f"{common} (NCCL's version codes: 22703 is 2.27.3): the ranks of one job must load the same NCCL"))
+        for finding in findings:
+            if finding.get("_subject_host"):  # about the host the line names (the one SSH could not start on)
+                finding["host"] = finding["_subject_host"]
+                self._host(finding["host"])
+            if finding["code"] in ("cuda_error", "test_nccl_failure") and finding["rank"] is None:
+                pid = self.job.test_failure_pid.get(finding["host"])  # nccl-tests' " .. HOST pid N: Test failure"
+                finding["rank"] = self.job.pid_rank.get((finding["host"], pid)) if pid else None
         for finding in findings:
             if finding.get("_subject"):  # about the rank the line names, not the one that printed it
                 finding["host"] = self._rank_host(finding["rank"]) or UNKNOWN_HOST
@@ -636,8 +654,12 @@ class _Log:
     def _derived(self, networks, settle, peers: bool = False) -> List[dict]:
         found = []
         physical = _physical_nics(self.hosts)
+        # Without a cluster network given, the one most hosts bootstrap on shows a host that took another NIC.
+        inferred = None if networks else majority_network(
+            {name: next(iter(facts["bootstrap_nics"].values()))["address"]
+             for name, facts in self.hosts.items() if facts["bootstrap_nics"]})
         for name, facts in self.hosts.items():
-            found += nic_findings(name, facts, networks, self._multi_node() or peers, physical)
+            found += nic_findings(name, facts, networks, self._multi_node() or peers, physical, inferred)
             found += transport_findings(name, _transports(facts), self.expected)
         versions = version_findings({name: list(facts["versions"].items()) for name, facts in self.hosts.items()})
         found += versions

@@ -5,7 +5,8 @@ Pure Python 3.8+ standard library.
 
 - RasText: the plain-text VERBOSE STATUS, line by line. In its "Errors" and "Warnings" sections each
   problem is a heading ("Missing communicator data from 1 rank") followed by the ranks it concerns
-  ("Rank 1 -- GPU 0 managed by process 482 on node 127.0.0.1").
+  ("Rank 1 -- GPU 0 managed by process 482 on node 127.0.0.1"); an operation-count MISMATCH names
+  the ranks out of step ("Rank 19 has launched up to operation 1008 -- GPU 3 ...").
 - parse_ras_json(text): the JSON form (SET FORMAT json). NCCL 2.28.9 writes it with a comma missing
   after "nvml_dev" in missing_ranks, so a missing comma between a value and the next key is put
   back before reading; RasFormatError (only) when it still does not parse.
@@ -18,9 +19,12 @@ import json
 import re
 from typing import List
 
-_RAS_RANK = re.compile(r"^\s*Rank (?P<rank>\d+) -- GPU (?P<gpu>\d+) managed by process (?P<pid>\d+) "
-                       r"on node (?P<node>\S+)")
+# "Rank 1 -- GPU 0 managed by ...", and under an operation-count MISMATCH the rank out of step:
+# "Rank 19 has launched up to operation 1008 -- GPU 3 managed by process 40127 on node 10.20.0.13".
+_RAS_RANK = re.compile(r"^\s*Rank (?P<rank>\d+)(?P<progress> has \w+ up to operation \d+)? -- GPU (?P<gpu>\d+) "
+                       r"managed by process (?P<pid>\d+) on node (?P<node>\S+)")
 _SECTION = ("Errors", "Warnings")
+_CLIENT_START = " compiled with CUDA "
 # A value (number, string, literal, closing bracket) at a line end, the next line opening a key.
 _MISSING_COMMA = re.compile(r'([0-9"\]}]|true|false|null)([ \t]*\r?\n[ \t]*")')
 
@@ -41,10 +45,12 @@ class RasText:
 
     def add(self, text: str, origin=None) -> None:
         """origin: a callable giving {evidence, source, line} for the line, kept for problem ranks."""
-        if not self.seen and "SERVER PROTOCOL" not in text:
+        if not self.seen and "SERVER PROTOCOL" not in text and _CLIENT_START not in text:
             return
         stripped = text.strip()
-        if stripped.startswith("SERVER PROTOCOL"):
+        # A report starts with the protocol line (a raw client) or, from the `ncclras` client, with
+        # "NCCL version 2.28.9 compiled with CUDA 13.0" (NCCL's own lines say "NCCL version 2.28.9+cuda13.0").
+        if stripped.startswith("SERVER PROTOCOL") or (stripped.startswith("NCCL version") and _CLIENT_START in stripped):
             self.seen, self._section = True, False
         elif not self.seen:
             return
@@ -53,9 +59,11 @@ class RasText:
         elif self._section and stripped:
             match = _RAS_RANK.match(stripped)
             if match:
+                reason = (f"rank {match.group('rank')}{match.group('progress')} while {self._heading}"
+                          if match.group("progress") else self._heading)
                 self.problems.append({"rank": int(match.group("rank")), "pid": match.group("pid"),
                                       "node": match.group("node"), "gpu": int(match.group("gpu")),
-                                      "reason": self._heading, "origin": origin() if origin else None})
+                                      "reason": reason, "origin": origin() if origin else None})
             elif not stripped.startswith("#") and not stripped.startswith("Process "):
                 self._heading = stripped[:200]
         self._previous = stripped

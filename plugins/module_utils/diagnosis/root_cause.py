@@ -62,7 +62,7 @@ FIX_RENDEZVOUS_HANG = ("pin GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME to the clu
 
 OWN_CODES = ("oom_killed", "cuda_oom", "rank_exception")
 # Warnings about the setup that explain the connection failures that follow them: then they are the root.
-EXPLAINING = ("virtual_nic", "loopback_nic", "efa_missing")
+EXPLAINING = ("virtual_nic", "loopback_nic", "efa_missing", "nic_outside_cluster")
 CONNECTION_FAILURES = frozenset((
     "connect_refused", "connect_timeout", "no_route", "connect_failed", "retry_exceeded", "gloo_connect_failed",
     "rendezvous_timeout", "rendezvous_connection_error",
@@ -89,8 +89,32 @@ def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems
     roots = _death_findings(job, settle_host)
     root = _own_root(findings, roots) or _setup_root(findings, roots, job)
     if root is not None:
-        return _around(root, findings, roots)
-    return _job_root(findings, job, dumps_verdict, ras_problems, settle_host, roots, stages)
+        return _recovered(_around(root, findings, roots), stages)
+    return _recovered(_job_root(findings, job, dumps_verdict, ras_problems, settle_host, roots, stages), stages)
+
+
+def _recovered(findings: List[dict], stages) -> List[dict]:
+    """Errors the job went on from: where a line after them says the work finished well (torchrun's
+    worker group after an elastic restart, a trainer's end), they were caught or recovered from, and
+    are warnings. Errors after that line, or without one, stay."""
+    ends = getattr(stages, "success", None) if stages is not None else None
+    if not ends:
+        return findings
+    for finding in findings:
+        # The end in the finding's own file, by line; else any file's, by the clocks.
+        end = ends.get(finding.get("source")) or max(ends.values(), key=lambda e: e.get("time") or 0)
+        if finding["severity"] == "error" and _before(finding, end):
+            finding.update(severity="warning", consequence_of=None,
+                           cause=f"recovered (the job went on and finished after it: {end['evidence'][:120]}): "
+                                 f"{finding['cause']}")
+    return [f for f in findings if f["severity"] == "error"] + [f for f in findings if f["severity"] != "error"]
+
+
+def _before(finding: dict, end: dict) -> bool:
+    """Whether the finding's line came before `end`: in the same file by line, else by the clocks."""
+    if finding.get("source") and finding.get("source") == end.get("source") and finding.get("line") and end.get("line"):
+        return finding["line"] < end["line"]
+    return earlier(finding.get("time"), end.get("time"))
 
 
 def _own_root(findings: List[dict], roots: List[dict]) -> Optional[dict]:
@@ -227,6 +251,12 @@ def _stage_findings(stages, job, settle_host) -> List[dict]:
 def _death_findings(job, settle_host) -> List[dict]:
     deaths = _merge_deaths(job)
     timed_out = {t["rank"] for t in job.timeouts if t["rank"] is not None}
+    # Where NCCL RAS (or Horovod's stall inspector) names the ranks out of step, every other rank was
+    # waiting for them: its exit
+    # (nccl-tests' own timeout, a launcher's abort) follows from the hang.
+    behind = {problem["rank"] for problem in job.ras.problems} | set(job.stalled)
+    if behind:
+        timed_out |= {death.get("rank") for death in deaths if death.get("rank") not in behind} - {None}
     ranked = []
     for death in deaths:
         sig = death.get("signal")
@@ -338,7 +368,7 @@ def _death_finding(death: dict, job, settle_host) -> dict:
 def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) -> Optional[dict]:
     stuck = [f for f in job.forensics if f["state"] in STUCK_STATES]
     ras = job.ras.problems + list(ras_problems)
-    if not (job.timeouts or stuck or ras or dumps_verdict):
+    if not (job.timeouts or stuck or ras or dumps_verdict or job.stalled):
         return None
     if job.init_started and not job.init_done_hosts:
         return None  # no communicator finished init: not a collective hang
@@ -357,6 +387,13 @@ def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) ->
             origin = origin or item.get("origin")
         reasons.append(f"NCCL RAS reports rank {item['rank']}: {item['reason'] or 'a problem'} "
                        f"(process {item['pid']} on {item['node']})")
+    if job.stalled:
+        missing = sorted(job.stalled)
+        if rank is None:
+            rank = missing[0]
+            origin = origin or job.stalled[rank]
+        reasons.append(f"Horovod's stall inspector reports rank(s) {', '.join(map(str, missing))} missing from the "
+                       "collectives the other ranks submitted")
     if dumps_verdict:
         if rank is None:
             rank = dumps_verdict["rank"]
@@ -381,8 +418,8 @@ def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) ->
             gaps = set(range(max(ranks_out) + 1)) - set(ranks_out)
             known = set(range(max(ranks_out) + 1)) if len(gaps) == 1 else set()
         silent = sorted(known - set(ranks_out))
-        if rank is None and ranks_out and len(silent) >= 1 and len(silent) < len(known):
-            rank = silent[0]
+        if ranks_out and len(silent) >= 1 and len(silent) < len(known) and rank in (None, silent[0]):
+            rank = silent[0]  # the same rank as other evidence names, or the only evidence
             reasons.append(f"rank {rank} reported no timeout while its peers did: it never entered the "
                            "collective")
     if rank is not None and host is None and rank in job.ranks:

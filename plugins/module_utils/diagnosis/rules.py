@@ -71,6 +71,13 @@ RULES = (
           "GLOO_SOCKET_IFNAME={ifname} names no interface that has an address on this host",
           "set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to the cluster NIC, e.g. eth1"),
 
+    # NCCL's own check at init; the host with the odd version is found from every such line (diagnosis.log).
+    _rule("nccl_version_mismatch", "error", "Mismatched NCCL version",
+          r"Mismatched NCCL version detected : rank (?P<a>\d+) version (?P<va>\d+) rank (?P<b>\d+) version (?P<vb>\d+)",
+          "NCCL found ranks of one job running different NCCL versions (rank {a}: {va}, rank {b}: {vb}; "
+          "22703 is 2.27.3): they cannot form a communicator",
+          "install one NCCL (and one torch build) on every host: the same image or environment everywhere; "
+          "`python -c 'import torch; print(torch.cuda.nccl.version())'` and `ldconfig -p | grep nccl` on each"),
     _rule("duplicate_gpu", "error", "Duplicate GPU detected",
           r"Duplicate GPU detected : rank (?P<rank>\d+) and rank (?P<other>\d+) both on CUDA device (?P<bus>\w+)",
           "ranks {rank} and {other} run on the same GPU (bus id {bus}): more processes on this host than "
@@ -174,13 +181,13 @@ RULES = (
     # The launcher could not start the program on a host: SSH, Open MPI's daemons, the executable or
     # a library it links. Nothing of NCCL ran there.
     _rule("launch_failed", "error", "(publickey",
-          r"(?:(?P<peer>[\w.\-]+): )?Permission denied \(publickey",
-          "SSH refused the key{at}: the launcher (mpirun, pdsh, a hostfile launcher) could not start the "
-          "program there",
+          r"(?:(?:[\w.\-]+@)?(?P<subject_host>[\w.\-]+): )?Permission denied \(publickey",
+          "SSH refused the key (Permission denied (publickey)){at}: the launcher (mpirun, pdsh, a hostfile "
+          "launcher) could not start the program there",
           "give every host the controller's key in ~/.ssh/authorized_keys (nccl_profile's SSH trust sets it up "
           "between the cluster's hosts), and check `ssh HOST true` from the launching host"),
     _rule("launch_failed", "error", ("connect to host", "not resolve hostname"),
-          r"ssh: (?:connect to host (?P<host>\S+) port (?P<port>\d+): (?P<error>.+)|Could not resolve "
+          r"ssh: (?:connect to host (?P<subject_host>\S+) port (?P<port>\d+): (?P<error>.+)|Could not resolve "
           r"hostname (?P<name>\S+?):? (?P<reason>.+))",
           "SSH could not reach a host of the job ({quoted}): the launcher could not start the program there",
           "check that the host name resolves on the launching host and that port 22 is open between the hosts "
@@ -192,6 +199,14 @@ RULES = (
           "remote host has no (or another) Open MPI in the non-interactive shell's PATH",
           "run `ssh HOST which orted prted` from the launching host: the same Open MPI must be found there; "
           "pass `--prefix /opt/openmpi` (or set PATH in ~/.bashrc before its interactive guard)"),
+    # (PMIx's own "PMIX ERROR" lines alone prove nothing: some builds print them at every finalize.)
+    _rule("launch_failed", "error", ("direct launched using", "PMI2_Init failed"),
+          r"direct launched using \"?srun|PMI2_Init failed",
+          "the MPI processes could not initialise under srun: Open MPI and Slurm do not agree on PMI (Open MPI "
+          "built without Slurm's PMI/PMIx support, or srun's --mpi plugin not the one Open MPI uses), so no rank "
+          "reached NCCL",
+          "start with `srun --mpi=pmix` (or `--mpi=pmi2`, see `srun --mpi=list`) matching how Open MPI was built "
+          "(`ompi_info | grep -i pmi`), or launch with mpirun inside the allocation; set MpiDefault in slurm.conf"),
     _rule("launch_failed", "error", "could not access",
           r"mpirun was unable to launch the specified application as it could not access",
           "mpirun could not find or execute the program on a host (the path differs or it was not built there)",
@@ -272,6 +287,13 @@ RULES = (
           "(/etc/hosts), so Gloo advertised loopback to the other ranks",
           "set GLOO_SOCKET_IFNAME to the cluster NIC (e.g. eth1), or make the hostname resolve to the "
           "cluster address in /etc/hosts"),
+    # Gloo's own connect lines (torch 2.6+): "... remote=[127.0.1.1]:38657, error=SO_ERROR: Connection refused".
+    _rule("gloo_connect_failed", "error", "remote=[127.",
+          r"remote=\[(?P<peer>127\.[\d.]+)\]:\d+",
+          "Gloo connected to the loopback address {peer}: a peer's host name resolves to 127.x (Debian's "
+          "'127.0.1.1 hostname' line in /etc/hosts), so Gloo advertised loopback to the other ranks",
+          "set GLOO_SOCKET_IFNAME to the cluster NIC (e.g. eth1), or make the hostname resolve to the "
+          "cluster address in /etc/hosts on every host"),
     _rule("gloo_connect_failed", "error", "connectFullMesh failed",
           r"Gloo connectFullMesh failed with (?P<detail>.*)",
           "Gloo (torch.distributed's CPU backend, also used for barriers and object collectives) could "
@@ -471,6 +493,14 @@ RULES = (
           "check nvidia-smi and `dmesg | grep -i xid`, that the driver supports this CUDA version, and that "
           "the NCCL (or PyTorch) build supports this GPU architecture"),
 
+    _rule("max_wrong", "error", "Out of bounds values",
+          r"Out of bounds values\s*:\s*(?P<wrong>\d+) FAILED",
+          "nccl-tests found {wrong} wrong values (its #wrong column): the collective completed but delivered "
+          "corrupted data: GPUDirect RDMA through a PCIe switch with ACS on, a faulty NIC, GPU or cable, or an "
+          "NCCL/driver bug",
+          "rerun with NCCL_NET_GDR_LEVEL=LOC (no GPUDirect RDMA) and NCCL_P2P_DISABLE=1 to find the path at "
+          "fault; check PCIe ACS (`lspci -vvv | grep ACSCtl`: SrcValid+ breaks GPUDirect), `nvidia-smi -q -d ECC` "
+          "and the NIC's error counters; run nccl-tests per node pair to find the host"),
     _rule("test_nccl_failure", "error", ("Test NCCL failure", "Test CUDA failure"),
           r"Test (?:NCCL|CUDA) failure (?P<location>\S+) '(?P<what>[^']*?)(?: / )?'",
           "nccl-tests stopped at {location}: {what}",
@@ -520,7 +550,7 @@ PRIORITY = (
     "no_socket_interface", "nic_outside_cluster", "loopback_nic", "virtual_nic", "nccl_version_mismatch",
     "runtime_version_mismatch", "nccl_setting_mismatch",
     "socket_instead_of_ib", "socket_instead_of_efa", "duplicate_gpu", "shm_too_small", "efa_av_insert_failed",
-    "efa_missing", "ib_gid_error", "address_in_use", "collective_desync",
+    "efa_missing", "ib_gid_error", "address_in_use", "collective_desync", "max_wrong",
     "connect_refused", "connect_timeout", "no_route", "connect_failed", "retry_exceeded",
     "ib_verbs_failed", "ib_completion_error", "gloo_connect_failed", "rendezvous_connection_error",
     "rendezvous_timeout", "collective_timeout", "remote_exited", "nccl_system_error",
@@ -602,7 +632,8 @@ def match_line(text: str, expected_transport: str = "any") -> List[dict]:
         if values.get("peer"):
             values["peer"] = describe_peer(values["peer"])
         values["with"] = f"with {values['peer']} " if values.get("peer") else ""
-        values["at"] = f" at {values['peer']}" if values.get("peer") else ""
+        where = values.get("peer") or values.get("subject_host")
+        values["at"] = f" at {where}" if where else ""
         values["quoted"] = match.group(0)[:200]
         # NCCL prints "with error 12" (older) or "with status=12": the cause quotes the form the log has.
         values["completion"] = ((("completion status={0}, status {0}" if "status=" in match.group(0)
@@ -613,6 +644,12 @@ def match_line(text: str, expected_transport: str = "any") -> List[dict]:
                       "fix": rule.fix.format_map(values), "_rule": _RULE_INDEX[id(rule)], "_own": rule.own})
         if values.get("subject_rank", "").isdigit():  # the line names the rank the finding is about
             found[-1].update(rank=int(values["subject_rank"]), _subject=True)
+        if values.get("va"):  # NCCL's version check: diagnosis.log names the odd host from every such line
+            found[-1]["_versions"] = True
+        if values.get("subject_host"):  # the line names the host the finding is about (SSH refused it)
+            found[-1]["_subject_host"] = values["subject_host"]
+        if values.get("subject_rank", "").isdigit():
+            pass
         elif values.get("own_rank", "").isdigit():  # the rank that printed it names itself ("[Rank 3] ...")
             found[-1]["_rank"] = int(values["own_rank"])
         if values.get("bus"):  # a GPU's PCI address (an Xid): diagnosis.log finds the rank on it
@@ -660,8 +697,29 @@ def _as_list(value) -> list:
     return list(value)
 
 
-def nic_findings(host: str, facts: dict, networks, multi_node: bool, physical=()) -> List[dict]:
-    """NICs outside the cluster networks; without networks, loopback or virtual NICs on a multi-node run.
+# Docker's default bridge: a container on it (not --network host) shows an "eth0" with such an address.
+DOCKER_BRIDGE = ipaddress.ip_network("172.17.0.0/16")
+
+
+def majority_network(addresses: Dict[str, str]):
+    """The /24 (IPv4) that holds the bootstrap addresses of at least two thirds of three or more hosts,
+    when some host is outside it: the cluster network the logs show, for a host that picked another NIC.
+    None when there is no such majority or no host outside it."""
+    nets: Dict[object, List[str]] = {}
+    for host, text in addresses.items():
+        address = parse_address(text)
+        if address is not None and address.version == 4 and not address.is_loopback:
+            nets.setdefault(ipaddress.ip_network(f"{address}/24", strict=False), []).append(host)
+    if len(addresses) < 3 or not nets:
+        return None
+    best = max(nets, key=lambda net: len(nets[net]))
+    held = len(nets[best])
+    return best if 3 * held >= 2 * len(addresses) and held < len(addresses) else None
+
+
+def nic_findings(host: str, facts: dict, networks, multi_node: bool, physical=(), inferred=None) -> List[dict]:
+    """NICs outside the cluster networks; without networks, loopback or virtual NICs on a multi-node run,
+    and NICs outside the network the other hosts share (inferred: majority_network's).
 
     physical: names of NICs the log shows that are neither loopback nor virtual, for the fix.
     """
@@ -687,12 +745,21 @@ def nic_findings(host: str, facts: dict, networks, multi_node: bool, physical=()
             found.append(_derived("loopback_nic", "warning", host, nic["origin"],
                                   f"{uses} on a multi-node run: loopback cannot reach other hosts (this works "
                                   "only when all ranks share one network namespace)", FIX_NIC))
-        elif multi_node and (is_virtual(nic["name"]) or (address is not None and address.is_link_local)):
+        elif multi_node and (is_virtual(nic["name"]) or (address is not None and address.is_link_local)
+                             or (address is not None and address in DOCKER_BRIDGE)):
+            bridge = (f" ({nic['address']} is in Docker's default bridge network {DOCKER_BRIDGE}: a container "
+                      "without --network host)" if address is not None and address in DOCKER_BRIDGE else "")
             found.append(_derived("virtual_nic", "warning", host, nic["origin"],
                                   f"{uses} on a multi-node run: a container/virtual or link-local address that "
-                                  "other hosts usually cannot reach", fix_nic if physical else
+                                  f"other hosts usually cannot reach{bridge}", fix_nic if physical else
                                   FIX_NIC + "; or exclude the virtual ones (NCCL_SOCKET_IFNAME=^docker,br-,veth,"
-                                  "virbr,lo)"))
+                                  "virbr,lo)" + ("; run the container with --network host" if bridge else "")))
+        elif multi_node and inferred is not None and "bootstrap" in roles and address is not None \
+                and address.version == 4 and address not in inferred and not address.is_loopback:
+            found.append(_derived("nic_outside_cluster", "warning", host, nic["origin"],
+                                  f"{uses}, while the other hosts bootstrap on {inferred}: it picked another NIC "
+                                  "than they did (often the public side), which they may not reach",
+                                  FIX_NIC.replace("the cluster (private) network", f"the cluster network ({inferred})")))
     return found
 
 

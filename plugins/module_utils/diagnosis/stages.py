@@ -18,9 +18,16 @@ import re
 from typing import Dict, List, Optional
 
 _COMM = re.compile(r"\bcomm (?P<comm>0x[0-9a-fA-F]+)")
+# tqdm's bar: "| 871/2352 [3:40:43<6:15:11, 15.20s/it]"
+_PROGRESS = re.compile(r"\| *(?P<done>\d+)/(?P<total>\d+) \[[\d:]+<[\d:?]+, *[\d.?]+ *(?:s/it|it/s)\]")
+# A communicator's START and COMPLETE lines name the same rank and commId (and, from NCCL, the same
+# pointer): the rank and commId pair them even where a copy of the log changed the pointer.
+_COMM_ID = re.compile(r"\brank (?P<rank>\d+) n[Rr]anks \d+.*\bcommId (?P<id>0x[0-9a-fA-F]+)")
 _ROW = re.compile(r"^\s*(?P<size>\d+)\s+\d+\s+\w+\s")
 _LIGHTNING_START = ("Initializing distributed: GLOBAL_RANK", "| Name ", "Sanity Checking", "LOCAL_RANK: ")
 _LIGHTNING_END = ("`Trainer.fit` stopped", "Trainer.fit stopped")
+# Of those, the ones that say it ended well (a worker group that finished after a restart, a trainer's end).
+_SUCCESS = ("successfully finished", "Training completed", "training completed", "exits successfully")
 # torchrun's agent and launchers that say the job ended (successfully or not).
 _JOB_END = ("Local worker group finished", "Done waiting for other agents", "worker group successfully finished",
             "Training completed", "training completed", "Training finished", "training finished",
@@ -34,7 +41,8 @@ _LAUNCHER_START = ("in DeepSpeed with backend", "Starting elastic_operator", "ho
 # rows of an open nccl-tests table).
 # ("Epoch N:" alone does not start a fit here: Lightning's start lines come first.)
 MARKERS = _LIGHTNING_START + _LIGHTNING_END + _JOB_END + _LAUNCHER_START + (
-    "GLOBAL_RANK", "Trainer.fit", "inished", "ompleted", "Done waiting", "exits successfully", "Shutting down")
+    "GLOBAL_RANK", "Trainer.fit", "inished", "ompleted", "Done waiting", "exits successfully", "Shutting down",
+    "s/it]", "it/s]")
 
 
 class Stages:
@@ -49,6 +57,8 @@ class Stages:
         self.fit: Optional[dict] = None      # origin of the first Lightning fit line
         self.fit_done = False
         self.job_end = False
+        self.success: Dict[str, dict] = {}  # file -> origin of its last line saying the work finished well
+        self.progress: Dict[str, dict] = {}  # file -> its last tqdm bar: {done, total, origin}
         self.torch = False                   # an NCCL line or torchrun's [rankN]: label was seen
         self.recognised = 0                  # lines that belong to any stage
         self.last: Optional[dict] = None     # origin of the log's last line (where it ends)
@@ -58,8 +68,10 @@ class Stages:
         if line.level:
             self.torch = True
             if "Init START" in text or "Init COMPLETE" in text:
+                ident = _COMM_ID.search(line.msg)
                 match = _COMM.search(line.msg)
-                comm = f"{line.host}/{match.group('comm')}" if match else None
+                comm = (f"{line.host}/{ident.group('rank')}/{ident.group('id')}" if ident
+                        else f"{line.host}/{match.group('comm')}" if match else None)
                 if "Init START" in text:
                     if comm and comm not in self.comms:
                         self.comms[comm] = origin()
@@ -69,6 +81,12 @@ class Stages:
             return
         if not self.torch and line.label and line.label.startswith("rank"):
             self.torch = True
+        if "it]" in text or "it/s]" in text:
+            bar = _PROGRESS.search(text)
+            if bar:  # where each file's last bar stopped (a log cut mid-run ends on an unfinished one)
+                where = origin()
+                self.progress[where.get("source")] = {"done": int(bar["done"]), "total": int(bar["total"]),
+                                                      "origin": where}
         if text[:1] == "#" or self.tests is not None:
             self._tests(text, origin)
         if self.fit is None and ("Epoch " in text or "GLOBAL_RANK" in text or "| Name " in text
@@ -79,14 +97,21 @@ class Stages:
         if "Trainer.fit" in text and any(marker in text for marker in _LIGHTNING_END):
             self.fit_done = True
             self.recognised += 1
+            if "reached" in text:  # "`Trainer.fit` stopped: `max_epochs=3` reached."
+                self._succeeded(origin())
         if ("inished" in text or "ompleted" in text or "Done waiting" in text or "exits successfully" in text
                 or "Shutting down" in text) \
                 and any(marker in text for marker in _JOB_END):
             self.job_end = True
             self.recognised += 1
+            if any(marker in text for marker in _SUCCESS):
+                self._succeeded(origin())
         if not self.torch and any(marker in text for marker in _LAUNCHER_START):
             self.torch = True
             self.recognised += 1
+
+    def _succeeded(self, where: dict) -> None:
+        self.success[where.get("source")] = where
 
     def _tests(self, text: str, origin) -> None:
         stripped = text.lstrip()
@@ -137,6 +162,11 @@ class Stages:
         if self.fit is not None and not self.fit_done:
             return {"stage": "Lightning fit", "origin": self.fit,
                     "what": "Lightning's fit started and never printed '`Trainer.fit` stopped'"}
+        stopped = [bar for bar in self.progress.values() if bar["done"] < bar["total"]]
+        if stopped and init_done and not self.finished():
+            bar = stopped[0]
+            return {"stage": "training progress", "origin": bar["origin"],
+                    "what": f"its progress bar stopped at {bar['done']} of {bar['total']} and the log ends there"}
         return None
 
     def finished(self) -> bool:

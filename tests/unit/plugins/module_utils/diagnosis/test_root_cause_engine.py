@@ -620,3 +620,107 @@ def test_a_hang_whose_timeouts_come_from_every_rank_but_one_names_that_one():
 
 def test_a_file_name_with_a_job_id_is_a_run_not_a_host():
     assert file_host("pretrain-88412-6.out") is None and file_host("ip-10-0-0-5.log") == "ip-10-0-0-5"
+
+
+# ---- the fourth pass (tests/samples/failures/w4-*) ----
+
+def test_a_host_ssh_refused_is_the_finding_s_host():
+    root = first(read_nccl_log("ubuntu@gpu-n03: Permission denied (publickey).\n"
+                               "ORTE was unable to reliably start one or more daemons.\n"))
+    assert (root["code"], root["host"]) == ("launch_failed", "gpu-n03") and "publickey" in root["cause"]
+
+
+def test_open_mpi_under_srun_without_pmi_is_a_launch_failure_and_pmix_noise_is_not():
+    text = ("[gpu-b04:118211] PMIX ERROR: NOT-FOUND in file ptl_usock.c at line 175\n"
+            "The application appears to have been direct launched using \"srun\",\n")
+    assert first(read_nccl_log(text))["code"] == "launch_failed"
+    assert "launch_failed" not in [f["code"] for f in read_nccl_log(text.splitlines()[0] + "\n")["findings"]]
+
+
+def test_nccl_tests_wrong_values_are_the_cause_and_its_failing_rank_comes_from_the_rank_table():
+    wrong = read_nccl_log("#  Rank  0 Group  0 Pid   4242 on      node1 device  0 [0000:07:00] NVIDIA H200\n"
+                          "# Out of bounds values : 20 FAILED\n")
+    assert first(wrong)["code"] == "max_wrong" and "20 wrong values" in first(wrong)["cause"]
+    ecc = ("#  Rank 13 Group  0 Pid  31077 on     gpu-n2 device  5 [0000:90:00] NVIDIA A100-SXM4-80GB\n"
+           "gpu-n2: Test CUDA failure common.cu:297 'uncorrectable ECC error encountered'\n"
+           " .. gpu-n2 pid 31077: Test failure common.cu:407\n")
+    assert (first(read_nccl_log(ecc))["host"], first(read_nccl_log(ecc))["rank"]) == ("gpu-n2", 13)
+
+
+def test_the_ncclras_client_s_report_names_the_rank_behind_and_the_others_exits_follow():
+    text = ("#  Rank 19 Group  0 Pid  40127 on h100-r3-03 device  3 [0000:5d:00] NVIDIA H100\n"
+            "h100-r3-03:40127:40127 [3] NCCL INFO comm 0x1 rank 19 nranks 32 cudaDev 3 busId 5d000 - Init COMPLETE\n"
+            "h100-r3-01:40001:40001 [0] NCCL INFO comm 0x2 rank 0 nranks 32 cudaDev 0 busId 18000 - Init COMPLETE\n"
+            "NCCL version 2.26.5 compiled with CUDA 12.8\n\nWarnings\n========\n\n"
+            "#0-0 (8c41d7a2e05f93b6) MISMATCH\n  Communicator ranks have different AllReduce operation counts\n"
+            "  31 ranks have launched up to operation 1021\n"
+            "  Rank 19 has launched up to operation 1008 -- GPU 3 managed by process 40127 on node 10.20.0.13\n"
+            "mpirun noticed that process rank 2 with PID 0 on node h100-r3-01 exited on non-zero status 4.\n")
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["host"], root["rank"]) == ("hang_in_collective", "h100-r3-03", 19)
+
+
+def test_horovod_s_stall_inspector_names_the_missing_rank_even_behind_mpirun_s_tags():
+    text = ("[1,6]<stdout>:hvd-b:19024:19197 [2] NCCL INFO comm 0x5 rank 6 nranks 8 cudaDev 2 busId 1d0 - Init COMPLETE\n"
+            "[1,0]<stderr>:[2024-11-19 03:03:38.479205: W horovod/common/stall_inspector.cc:107] One or more tensors "
+            "were submitted to be reduced by subset of ranks\n"
+            "[1,0]<stderr>:Missing ranks:\n[1,0]<stderr>:6: [allreduce.fc.bias, allreduce.fc.weight]\n"
+            "[1,3]<stderr>:RuntimeError: Horovod has been shut down. This was caused by an exception on one of the "
+            "ranks\n")
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["host"], root["rank"]) == ("hang_in_collective", "hvd-b", 6)
+
+
+def test_errors_the_job_went_on_from_are_warnings_once_it_finished_well():
+    text = ("[rank1]: Traceback (most recent call last):\n[rank1]:   File \"/srv/up.py\", line 9, in send\n"
+            "[rank1]: OSError: [Errno 5] Input/output error\n"
+            "I1105 10:46:02.000000 1 torch/distributed/elastic/agent/server/api.py:879] [default] worker group "
+            "successfully finished. Waiting 300 seconds for other agents to finish.\n")
+    result = read_nccl_log(text)
+    assert result["verdict"].startswith("HEALTHY") and "recovered" in result["findings"][0]["cause"]
+    lines = text.splitlines(keepends=True)
+    failed = read_nccl_log(lines[3] + "".join(lines[:3]))   # the error after the end: it stays
+    assert failed["verdict"].startswith("PROBLEM: rank_exception")
+
+
+def test_a_dataloader_worker_s_error_is_quoted_from_its_original_traceback():
+    text = ("Traceback (most recent call last):\n  File \"/srv/train.py\", line 9, in <module>\n"
+            "RuntimeError: Caught RuntimeError in DataLoader worker process 7.\nOriginal Traceback (most recent "
+            "call last):\n  File \"/srv/data.py\", line 3, in collate\n"
+            "RuntimeError: stack expects each tensor to be equal size, but got [3, 224, 224] at entry 0\n")
+    assert "equal size" in first(read_nccl_log(text))["cause"]
+
+
+def test_a_node_on_another_network_than_the_others_or_on_docker_s_bridge_is_named():
+    hosts = [("n01", "10.19.30.11"), ("n02", "10.19.30.12"), ("n03", "10.19.30.13"), ("n04", "198.51.100.74")]
+    text = "".join(f"{h}:1:1 [0] NCCL INFO Bootstrap : Using eth0:{a}<0>\n" for h, a in hosts)
+    text += "n03:1:1 [0] NCCL INFO Call to connect returned Connection timed out, exceeded error retry count\n"
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["host"]) == ("nic_outside_cluster", "n04") and "10.19.30.0/24" in root["cause"]
+    bridge = ("7c1e9a4b2d3f:1:1 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.2<0>\n"
+              "gpu-node-01:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+              "gpu-node-01:1:1 [0] NCCL INFO Call to connect returned Connection refused, exceeded error retry count\n")
+    root = first(read_nccl_log(bridge))
+    assert (root["code"], root["host"]) == ("virtual_nic", "7c1e9a4b2d3f") and "Docker" in root["cause"]
+
+
+def test_nccl_s_version_check_names_the_host_whose_ranks_run_the_odd_version():
+    init = "".join(f"{h}:{r}:{r} [0] NCCL INFO comm 0x{r} rank {r} nranks 3 cudaDev 0 busId 1b0 - Init START\n"
+                   for h, r in (("hgx-11", 0), ("hgx-12", 1), ("hgx-13", 2)))
+    warn = "".join(f"{h}:{r}:{r} [0] init.cc:729 NCCL WARN Mismatched NCCL version detected : rank {o} version "
+                   f"{vo} rank {r} version {v}\n"
+                   for h, r, v, o, vo in (("hgx-11", 0, 22705, 2, 22703), ("hgx-12", 1, 22705, 2, 22703),
+                                          ("hgx-13", 2, 22703, 0, 22705)))
+    root = first(read_nccl_log(init + warn))
+    assert (root["code"], root["host"]) == ("nccl_version_mismatch", "hgx-13") and "22703" in root["cause"]
+
+
+def test_a_log_cut_while_its_progress_bar_ran_is_an_incomplete_run():
+    text = ("node1:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1b0 commId 0x9 - Init START\n"
+            "node1:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1b0 commId 0x9 - Init COMPLETE\n"
+            " 36%|###       | 869/2352 [3:40:12<6:15:41, 15.20s/it]\r 37%|###       | 871/2352 [3:40:43<6:15:11, "
+            "15.20s/it]")
+    root = first(read_nccl_log(text))
+    assert root["code"] == "incomplete_run" and "871 of 2352" in root["cause"]
+    done = text + "\r100%|##########| 2352/2352 [9:56:00<00:00, 15.20s/it]\n"
+    assert first(read_nccl_log(done))["code"] != "incomplete_run"
