@@ -308,6 +308,10 @@ class _Log:
         else:
             if label and not stages.torch and label.startswith("rank"):
                 stages.torch = True
+            if text.endswith(("s/it]", "it/s]")):
+                # A tqdm bar (nothing glued after it): only each file's last one is read, once, at the end.
+                stages.progress_line(source, line)
+                return
             # The cheap prefilter: a line outside any open block that holds no marker of any reader
             # (nearly every line of a training log) is counted and nothing more.
             if not (job.watching() or stages.tests is not None or self.tracebacks.open or text[:1] == "#"

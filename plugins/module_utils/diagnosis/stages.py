@@ -41,8 +41,18 @@ _LAUNCHER_START = ("in DeepSpeed with backend", "Starting elastic_operator", "ho
 # rows of an open nccl-tests table).
 # ("Epoch N:" alone does not start a fit here: Lightning's start lines come first.)
 MARKERS = _LIGHTNING_START + _LIGHTNING_END + _JOB_END + _LAUNCHER_START + (
-    "GLOBAL_RANK", "Trainer.fit", "inished", "ompleted", "Done waiting", "exits successfully", "Shutting down",
-    "s/it]", "it/s]")
+    "GLOBAL_RANK", "Trainer.fit", "inished", "ompleted", "Done waiting", "exits successfully", "Shutting down")
+
+
+def _bar(kept: tuple) -> Optional[dict]:
+    """{done, total, origin} of a kept progress-bar line whose last bar is tqdm's, else None."""
+    line, source = kept
+    bars = list(_PROGRESS.finditer(line.text))
+    if not bars:
+        return None
+    last = bars[-1]
+    return {"done": int(last["done"]), "total": int(last["total"]),
+            "origin": {"evidence": last.group(0).strip()[:200], "source": source, "line": line.number, "time": None}}
 
 
 class Stages:
@@ -58,7 +68,7 @@ class Stages:
         self.fit_done = False
         self.job_end = False
         self.success: Dict[str, dict] = {}  # file -> origin of its last line saying the work finished well
-        self.progress: Dict[str, dict] = {}  # file -> its last tqdm bar: {done, total, origin}
+        self.progress: Dict[str, tuple] = {}  # file -> its last progress bar line: (line, origin)
         self.torch = False                   # an NCCL line or torchrun's [rankN]: label was seen
         self.recognised = 0                  # lines that belong to any stage
         self.last: Optional[dict] = None     # origin of the log's last line (where it ends)
@@ -81,12 +91,6 @@ class Stages:
             return
         if not self.torch and line.label and line.label.startswith("rank"):
             self.torch = True
-        if "it]" in text or "it/s]" in text:
-            bar = _PROGRESS.search(text)
-            if bar:  # where each file's last bar stopped (a log cut mid-run ends on an unfinished one)
-                where = origin()
-                self.progress[where.get("source")] = {"done": int(bar["done"]), "total": int(bar["total"]),
-                                                      "origin": where}
         if text[:1] == "#" or self.tests is not None:
             self._tests(text, origin)
         if self.fit is None and ("Epoch " in text or "GLOBAL_RANK" in text or "| Name " in text
@@ -109,6 +113,10 @@ class Stages:
         if not self.torch and any(marker in text for marker in _LAUNCHER_START):
             self.torch = True
             self.recognised += 1
+
+    def progress_line(self, source: str, line) -> None:
+        """Keep a file's last progress-bar line (read once, by unfinished(): bars are many)."""
+        self.progress[source] = (line, source)
 
     def _succeeded(self, where: dict) -> None:
         self.success[where.get("source")] = where
@@ -162,7 +170,7 @@ class Stages:
         if self.fit is not None and not self.fit_done:
             return {"stage": "Lightning fit", "origin": self.fit,
                     "what": "Lightning's fit started and never printed '`Trainer.fit` stopped'"}
-        stopped = [bar for bar in self.progress.values() if bar["done"] < bar["total"]]
+        stopped = [bar for bar in map(_bar, self.progress.values()) if bar and bar["done"] < bar["total"]]
         if stopped and init_done and not self.finished():
             bar = stopped[0]
             return {"stage": "training progress", "origin": bar["origin"],
