@@ -185,8 +185,12 @@ def parse_network_turbo(text: str) -> tuple[dict, list]:
             else:
                 problems.append(f"{name} has characters a host list does not")
             continue
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        try:
+            parts = urlsplit(value)
+            hostname = parts.hostname
+        except ValueError:  # "http://[" : an IPv6 bracket left open
+            parts, hostname = None, None
+        if parts is None or parts.scheme not in ("http", "https") or not hostname:
             problems.append(f"{name} is not an http(s) URL")
         elif parts.username or parts.password:
             problems.append(f"{name} carries credentials: left out (set the proxy yourself)")

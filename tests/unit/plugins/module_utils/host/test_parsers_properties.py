@@ -76,6 +76,12 @@ def test_profile_files_topology_turbo_and_fi_info_never_raise(text):
     assert isinstance(fi_info_version(text), str)
 
 
+def test_a_proxy_url_with_an_open_ipv6_bracket_is_a_problem_not_an_error():
+    # Found by the property test above: urlsplit raises on "http://[".
+    env, problems = parse_network_turbo("export http_proxy=A://[ https_proxy=http://[::1\n")
+    assert env == {} and problems == ["http_proxy is not an http(s) URL", "https_proxy is not an http(s) URL"]
+
+
 @FAST
 @given(JSON, TEXT)
 def test_firewall_rulesets_of_any_shape_give_a_model_and_verdicts(nft, save):
