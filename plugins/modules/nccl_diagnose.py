@@ -145,7 +145,7 @@ findings:
         hosts that differ: C(runtime_version_mismatch), C(nccl_setting_mismatch). Containers and fabrics:
         C(shm_too_small), C(ib_gid_error), C(efa_av_insert_failed). NCCL and CUDA results: C(nccl_system_error),
         C(nccl_internal_error), C(cuda_not_initialized), C(cuda_error), C(test_nccl_failure),
-        C(nccl_warning) (any other NCCL WARN line).
+        C(nccl_warning) (any other NCCL WARN line). nccl-tests' own check: C(max_wrong) (its wrong values).
       type: str
       sample: no_socket_interface
     severity:
