@@ -40,10 +40,11 @@ DIAGNOSIS_BY_HAND = {
         {("test_nccl_failure", "GENOA-06"), ("cuda_error", "GENOA-06")}, {"GENOA-06": "Socket"}),
     "h200-1gpu-all_reduce_perf.json": (set(), [], set(), {}),
     "h200-1gpu-all_reduce_perf.txt": ({"vm"}, [], set(), {}),
-    # Open MPI's "Process name ... Exit code" lines name the dead rank but not its machine.
+    # Open MPI's "Process name ... Exit code" lines name the dead rank (0) but not its machine; nccl-tests'
+    # rank table ("#  Rank  0 Group  0 Pid 2841 on node0") does.
     "h200-2host-bad-socket-ifname.txt": (
         {"node0", "node1"}, [],
-        {("no_socket_interface", "node0"), ("test_nccl_failure", "node0"), ("rank_failed", "unknown")}, {}),
+        {("no_socket_interface", "node0"), ("test_nccl_failure", "node0"), ("rank_failed", "node0")}, {}),
     "h200-2host-socket-article-tuning.txt": ({"node0", "node1"}, [], set(), {}),
     "h200-2host-socket-defaults.txt": ({"node0", "node1"}, [], set(), {}),
     "h200-2host-socket-nccl-debug-info.txt": (
