@@ -79,11 +79,12 @@ _FORENSICS_RAS = "ncclkit-forensics: ras: "
 # Every substring JobEvidence.add() looks for in a line that is not NCCL's own: a line holding none
 # of them (outside a torchrun report and a RAS report) tells the job nothing (diagnosis.log skips it).
 # (The rendezvous' start markers are looked for only while no rendezvous is known: see watching().)
+# (nccl-tests' "#  Rank ... Pid" rows need no marker: lines that start with "#" pass.)
 MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on signal", "srun: error:",
            "Process name: [[", "Exit code:", "OOMKilled", "Name:", "memory:",
-           "(exitcode: ", "exits with return code", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL", " compiled with CUDA ", "Timed out waiting",
-           "GLOBAL_RANK", "world_rank=", "global_rank_mapping=", "spawned with command",
-           ": Test failure", "Missing ranks:")  # nccl-tests' "#  Rank ... Pid" rows start with "#": they pass + _RENDEZVOUS_DONE
+           "(exitcode: ", "exits with return code", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL",
+           " compiled with CUDA ", "Timed out waiting", "GLOBAL_RANK", "world_rank=", "global_rank_mapping=",
+           "spawned with command", ": Test failure", "Missing ranks:") + _RENDEZVOUS_DONE
 # Horovod's stall inspector: "Missing ranks:" then one line per rank that did not submit the tensors
 # the others wait on ("6: [allreduce.fc.bias, ...]").
 _STALLED_RANK = re.compile(r"^\s*(?P<rank>\d+): \[")

@@ -170,11 +170,11 @@ class Stages:
         if self.fit is not None and not self.fit_done:
             return {"stage": "Lightning fit", "origin": self.fit,
                     "what": "Lightning's fit started and never printed '`Trainer.fit` stopped'"}
-        stopped = [bar for bar in map(_bar, self.progress.values()) if bar and bar["done"] < bar["total"]]
+        stopped = [shown for shown in map(_bar, self.progress.values()) if shown and shown["done"] < shown["total"]]
         if stopped and init_done and not self.finished():
-            bar = stopped[0]
-            return {"stage": "training progress", "origin": bar["origin"],
-                    "what": f"its progress bar stopped at {bar['done']} of {bar['total']} and the log ends there"}
+            shown = stopped[0]
+            return {"stage": "training progress", "origin": shown["origin"],
+                    "what": f"its progress bar stopped at {shown['done']} of {shown['total']} and the log ends there"}
         return None
 
     def finished(self) -> bool:
