@@ -29,7 +29,8 @@ IGNORED = "Exception ignored in"
 # previous one (or from it), so it is that one's consequence.
 CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 # "ValueError: bad batch", "torch.OutOfMemoryError: CUDA out of memory. ...", "KeyError: 'x'", "AssertionError"
-_EXCEPTION = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure))"
+_EXCEPTION = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)|"
+                        r"StopIteration|StopAsyncIteration))"
                         r"(?:: ?(?P<message>.*))?$")
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 # A traceback is given up after this many lines without its exception line (a cut log).

@@ -67,11 +67,13 @@ _RENDEZVOUS_START = re.compile(
     r"Initializing distributed: GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)"
     r"|Waiting in store based barrier to initialize process group"
     r"|Rendezvous'ing worker group|\[c10d\] The (?:client|server) socket |\[c10d\] The hostname of the client socket"
-    r"|Starting elastic_operator")
+    r"|Starting elastic_operator"
+    # SGLang's and vLLM's own start of torch.distributed and NCCL
+    r"|Init torch distributed begin|Init nccl begin|distributed_init_method=")
 # After this the process group exists: the rendezvous is over.
 _RENDEZVOUS_DONE = ("All distributed processes registered", "Init COMPLETE", "Connected all rings",
                     "Rendezvous complete for workers", "peer ranks. Expected number of connected peer",
-                    "Destroy COMPLETE")
+                    "Destroy COMPLETE", "Init torch distributed ends")
 _FORENSICS = re.compile(r"ncclkit-forensics: rank=(?P<rank>\d+) host=(?P<host>\S+) pid=(?P<pid>\d+) "
                         r"state=(?P<state>\S)(?: \([^)]*\))?(?: wchan=(?P<wchan>\S+))?")
 _FORENSICS_RAS = "ncclkit-forensics: ras: "
@@ -223,7 +225,7 @@ class JobEvidence:
             if any(marker in text for marker in _RENDEZVOUS_DONE):
                 self.rendezvous_done = True
             elif self.rendezvous is None and ("distributed" in text or "Rendezvous" in text or "c10d" in text
-                                              or "elastic_operator" in text):
+                                              or "elastic_operator" in text or "Init nccl" in text):
                 match = _RENDEZVOUS_START.search(text)
                 if match:
                     self.rendezvous = origin()

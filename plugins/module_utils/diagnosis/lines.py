@@ -304,6 +304,8 @@ def _strip_prefixes(text: str) -> Tuple[Optional[str], Optional[str], Optional[s
         if kind is None or kind == "colour":
             continue
         if kind in _LABEL_KINDS:
+            if kind == "rayip":  # Ray names the worker's node by its address: the line's host, where none else
+                host = host or match.group("rayip")
             if _LABEL_KINDS[kind] < specific:
                 specific = _LABEL_KINDS[kind]
                 label = "pid=" + match.group("ray") if kind in ("ray", "rayip") else match.group(kind)

@@ -225,6 +225,17 @@ def _job_root(findings, job, dumps_verdict, ras_problems, settle_host, roots, st
     return first + independent + following
 
 
+def _host_by_neighbours(rank: int, timeouts: List[dict]) -> Optional[str]:
+    """The host whose timed-out ranks span `rank` (a node runs a block of consecutive ranks): the host
+    of a silent rank that logged nothing of its own. None when no host, or more than one, spans it."""
+    spans: Dict[str, List[int]] = {}
+    for timeout in timeouts:
+        if timeout.get("rank") is not None and timeout.get("host") not in (None, "unknown"):
+            spans.setdefault(timeout["host"], []).append(timeout["rank"])
+    holding = [host for host, ranks in spans.items() if min(ranks) < rank < max(ranks)]
+    return holding[0] if len(holding) == 1 else None
+
+
 def _stage_findings(stages, job, settle_host) -> List[dict]:
     """incomplete_run for a stage that started and never ended; else a warning when no end is shown."""
     unfinished = stages.unfinished(bool(job.init_done_hosts))
@@ -424,6 +435,8 @@ def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) ->
                            "collective")
     if rank is not None and host is None and rank in job.ranks:
         host = job.ranks[rank]["host"]
+    if rank is not None and host is None:
+        host = _host_by_neighbours(rank, job.timeouts)
     if rank is not None and host is None and ras and ras[0]["rank"] == rank:
         host = job.pid_hosts.get(ras[0]["pid"])  # RAS names the bootstrap address; NCCL's prefix the host
     if rank is None:

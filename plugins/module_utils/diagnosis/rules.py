@@ -501,6 +501,16 @@ RULES = (
           "rerun with NCCL_NET_GDR_LEVEL=LOC (no GPUDirect RDMA) and NCCL_P2P_DISABLE=1 to find the path at "
           "fault; check PCIe ACS (`lspci -vvv | grep ACSCtl`: SrcValid+ breaks GPUDirect), `nvidia-smi -q -d ECC` "
           "and the NIC's error counters; run nccl-tests per node pair to find the host"),
+    # A graph or topology file for other hardware (a cloud image's /etc/nccl.conf after a VM resize): NCCL
+    # then fails with a system or internal error, which this line explains.
+    _rule("nccl_warning", "error", "XML Import",
+          r"(?P<what>XML Import Channel\b.*)",
+          "NCCL could not use the graph or topology file it was given ({what}): the file (NCCL_GRAPH_FILE, "
+          "NCCL_TOPO_FILE) describes other hardware, such as another VM size or GPU count, and NCCL's init then "
+          "fails with a system or internal error",
+          "unset NCCL_GRAPH_FILE and NCCL_TOPO_FILE, or point them at this machine's files (cloud HPC images set "
+          "them in /etc/nccl.conf for one VM size; after a resize they no longer match)",
+          own=True),
     _rule("test_nccl_failure", "error", ("Test NCCL failure", "Test CUDA failure"),
           r"Test (?:NCCL|CUDA) failure (?P<location>\S+) '(?P<what>[^']*?)(?: / )?'",
           "nccl-tests stopped at {location}: {what}",

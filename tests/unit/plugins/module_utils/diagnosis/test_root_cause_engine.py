@@ -724,3 +724,46 @@ def test_a_log_cut_while_its_progress_bar_ran_is_an_incomplete_run():
     assert root["code"] == "incomplete_run" and "871 of 2352" in root["cause"]
     done = text + "\r100%|##########| 2352/2352 [9:56:00<00:00, 15.20s/it]\n"
     assert first(read_nccl_log(done))["code"] != "incomplete_run"
+
+
+# ---- the fifth pass (tests/samples/failures/w5-*) ----
+
+def test_a_bare_stop_iteration_is_a_rank_s_own_exception():
+    text = "[rank11]: Traceback (most recent call last):\n[rank11]:   File \"/srv/t.py\", line 3, in get_batch\n" \
+           "[rank11]:     data = next(it)\n[rank11]: StopIteration\n"
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["rank"]) == ("rank_exception", 11) and "StopIteration" in root["cause"]
+
+
+def test_sglang_s_nccl_init_that_never_ends_is_a_rendezvous_hang():
+    text = "0|sgl      | [gpu=0] Init torch distributed begin.\n0|sgl      | [gpu=0] Init nccl begin.\n"
+    assert first(read_nccl_log(text))["code"] == "hang_in_rendezvous"
+    done = text + "0|sgl      | [gpu=0] Init torch distributed ends. mem usage=0.12 GB\n"
+    assert not [f for f in read_nccl_log(done)["findings"] if f["code"] == "hang_in_rendezvous"]
+
+
+def test_a_ray_worker_s_node_address_is_its_lines_host():
+    text = ("(RayWorkerWrapper pid=7712, ip=10.30.0.22) Traceback (most recent call last):\n"
+            "(RayWorkerWrapper pid=7712, ip=10.30.0.22)   File \"/srv/loader.py\", line 316, in weights\n"
+            "(RayWorkerWrapper pid=7712, ip=10.30.0.22) RuntimeError: Cannot find any model weights with `/models/x`\n")
+    assert first(read_nccl_log(text))["host"] == "10.30.0.22"
+
+
+def test_a_graph_file_for_other_hardware_comes_before_the_system_error_it_causes():
+    text = ("vm1:16674:16886 [0] graph/search.cc:703 NCCL WARN XML Import Channel : dev 2 not found.\n"
+            "vm1:16674:16886 [0] NCCL INFO init.cc:1023 -> 2\n"
+            "[rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system "
+            "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n")
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["severity"]) == ("nccl_warning", "error") and "XML Import Channel" in root["cause"]
+
+
+def test_a_silent_rank_is_on_the_host_whose_timed_out_ranks_surround_it():
+    from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.root_cause import _host_by_neighbours
+
+    # A node runs a block of consecutive ranks: rank 3, silent, sits among node-a's 0, 1, 2 and 4.
+    timeouts = [{"rank": r, "host": "node-a"} for r in (0, 1, 2, 4)] + [{"rank": r, "host": "node-b"} for r in (5, 6, 7)]
+    assert _host_by_neighbours(3, timeouts) == "node-a"
+    assert _host_by_neighbours(9, timeouts) is None            # outside every host's block
+    assert _host_by_neighbours(6, [{"rank": 5, "host": "x"}, {"rank": 7, "host": "x"},
+                                   {"rank": 4, "host": "y"}, {"rank": 8, "host": "y"}]) is None   # two hosts span it
