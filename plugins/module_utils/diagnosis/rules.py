@@ -654,14 +654,12 @@ def match_line(text: str, expected_transport: str = "any") -> List[dict]:
                       "fix": rule.fix.format_map(values), "_rule": _RULE_INDEX[id(rule)], "_own": rule.own})
         if values.get("subject_rank", "").isdigit():  # the line names the rank the finding is about
             found[-1].update(rank=int(values["subject_rank"]), _subject=True)
+        elif values.get("own_rank", "").isdigit():  # the rank that printed it names itself ("[Rank 3] ...")
+            found[-1]["_rank"] = int(values["own_rank"])
         if values.get("va"):  # NCCL's version check: diagnosis.log names the odd host from every such line
             found[-1]["_versions"] = True
         if values.get("subject_host"):  # the line names the host the finding is about (SSH refused it)
             found[-1]["_subject_host"] = values["subject_host"]
-        if values.get("subject_rank", "").isdigit():
-            pass
-        elif values.get("own_rank", "").isdigit():  # the rank that printed it names itself ("[Rank 3] ...")
-            found[-1]["_rank"] = int(values["own_rank"])
         if values.get("bus"):  # a GPU's PCI address (an Xid): diagnosis.log finds the rank on it
             found[-1].update(_bus=values["bus"], _xid_pid=values.get("xid_pid") or None)
     return found
