@@ -15,10 +15,10 @@ from ansible.module_utils.parsing.convert_bool import boolean
 # the collection in each worker that calls any of them (about 0.09 s CPU a worker, docs/benchmarks.md).
 
 
-def nccl_autotune_grid(transport, socket_grid=True, common=True, algo_proto=True):
+def nccl_autotune_grid(transport, socket_grid=True, common=True, algo_proto=True, ib_grid=False):
     from ansible_collections.ncclkit.cluster.plugins.module_utils.validate.autotune import grid
     return grid(transport, boolean(socket_grid, strict=False), boolean(common, strict=False),
-                boolean(algo_proto, strict=False))
+                boolean(algo_proto, strict=False), boolean(ib_grid, strict=False))
 
 
 def nccl_autotune_fingerprint(host):

@@ -27,12 +27,14 @@ NCCL_DEBUG_LEVELS = ("VERSION", "WARN", "INFO", "ABORT", "TRACE")
 NCCL_DEBUG_SUBSYSTEMS = ("INIT", "COLL", "P2P", "SHM", "NET", "GRAPH", "TUNING", "ENV", "ALLOC",
                          "CALL", "PROXY", "NVLS", "BOOTSTRAP", "REG", "PROFILE", "RAS", "ALL")
 TUNING_NAMES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NSOCKS_PERTHREAD", "NCCL_SOCKET_NTHREADS",
-                "NCCL_BUFFSIZE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS")
+                "NCCL_BUFFSIZE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_IB_QPS_PER_CONNECTION")
 # NCCL: NCCL_SOCKET_NTHREADS 1-16, and NTHREADS * NSOCKS_PERTHREAD at most 64.
 MAX_SOCKET_NTHREADS = 16
 MAX_SOCKETS = 64
 # NCCL 2.28: MAXCHANNELS (src/include/device.h).
 MAX_CHANNELS = 64
+# NCCL's IB transport: NCCL_IB_MAX_QPS, the most queue pairs a connection may use.
+MAX_IB_QPS = 128
 # aws-ofi-nccl's names for itself (NCCL_NET): up to 1.12, from 1.13, and the alias 1.13 accepts.
 LIBFABRIC_NET_NAMES = ("AWS Libfabric", "Libfabric", "OFI")
 
@@ -349,6 +351,7 @@ _VALUE_CHECKS = {
     "NCCL_BUFFSIZE": _int_check(1, None, " (bytes)"),
     "NCCL_MIN_NCHANNELS": _int_check(1, MAX_CHANNELS),
     "NCCL_MAX_NCHANNELS": _int_check(1, MAX_CHANNELS),
+    "NCCL_IB_QPS_PER_CONNECTION": _int_check(1, MAX_IB_QPS),
     "NCCL_DEBUG": _choice_check(NCCL_DEBUG_LEVELS),
     "NCCL_DEBUG_SUBSYS": _subsys_check,
     "NCCL_DEBUG_FILE": _debug_file_check,

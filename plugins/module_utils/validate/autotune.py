@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.env import MAX_CHANNELS, MAX_SOCKET_NTHREADS, MAX_SOCKETS, TUNING_NAMES
+from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.env import MAX_CHANNELS, MAX_IB_QPS, MAX_SOCKET_NTHREADS, MAX_SOCKETS, TUNING_NAMES
 from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.transport import expected_transport
 
 DEFAULTS = "defaults"
@@ -32,6 +32,11 @@ CHANNEL_SOCKET_PAIRS = ((1, 1), (2, 1))
 # The values often copied from tuning guides for NCCL over TCP.
 COMMON = {"NCCL_SOCKET_NTHREADS": "2", "NCCL_NSOCKS_PERTHREAD": "4", "NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}
 ALGO_PROTO = {"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}
+# The opt-in IB-verbs grid (eRDMA, RoCE, InfiniBand): queue pairs per connection x a channel floor,
+# the two variables Alibaba's eRDMA guides tune. The values span the range rather than copy a
+# guide's: none of them was measured on an eRDMA fabric here, so only the measurement decides.
+IB_QPS = (1, 2, 4, 8)
+IB_MIN_CHANNELS = (None, 8, 16)
 # nccl_expected_transport's names: any is NCCL over sockets (or NCCL's own choice without RDMA).
 RDMA_TRANSPORTS = ("ib", "efa")
 RECORD_VERSION = 1
@@ -58,10 +63,24 @@ def channel_candidates():
             if 1 <= channels <= MAX_CHANNELS and threads * socks <= MAX_SOCKETS]
 
 
-def grid(transport, socket_grid=True, common=True, algo_proto=True):
+def ib_candidates():
+    """NCCL_IB_QPS_PER_CONNECTION x NCCL_MIN_NCHANNELS (unset, or a floor), less NCCL's defaults."""
+    candidates = []
+    for qps in IB_QPS:
+        for channels in IB_MIN_CHANNELS:
+            env = {"NCCL_IB_QPS_PER_CONNECTION": str(qps)} if qps > 1 else {}
+            if channels is not None and channels <= MAX_CHANNELS:
+                env["NCCL_MIN_NCHANNELS"] = str(channels)
+            if env and qps <= MAX_IB_QPS:
+                candidates.append({"name": "qps={0} min_channels={1}".format(qps, channels or "auto"), "env": env})
+    return candidates
+
+
+def grid(transport, socket_grid=True, common=True, algo_proto=True, ib_grid=False):
     """The candidates in the order they are measured: [{name, env}], NCCL's defaults (no tuning
     variable) first. On RDMA transports (ib, efa) no candidate sets a socket variable, nor a
-    channel count (those candidates come with socket variables)."""
+    channel count (those candidates come with socket variables). ib_grid adds the queue-pair and
+    channel-floor candidates on NCCL's IB transport only (where the variables mean anything)."""
     rdma = str(transport or "any").lower() in RDMA_TRANSPORTS
     candidates = [{"name": DEFAULTS, "env": {}}]
     if socket_grid and not rdma:
@@ -74,6 +93,8 @@ def grid(transport, socket_grid=True, common=True, algo_proto=True):
         candidates.append({"name": "common", "env": env})
     if algo_proto:
         candidates.append({"name": "algo=Ring proto=Simple", "env": dict(ALGO_PROTO)})
+    if ib_grid and str(transport or "").lower() == "ib":
+        candidates += ib_candidates()
     unique, seen = [], set()
     for candidate in candidates:  # on RDMA "common" is the same as the ALGO/PROTO one: measured once
         key = tuple(sorted(candidate["env"].items()))

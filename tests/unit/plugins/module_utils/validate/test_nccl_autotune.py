@@ -60,6 +60,33 @@ def test_channel_candidates_pin_the_count_and_keep_few_socket_threads():
                                                    "NCCL_MIN_NCHANNELS": "8", "NCCL_MAX_NCHANNELS": "8"}
 
 
+def test_the_ib_grid_is_opt_in_and_measures_queue_pairs_by_a_channel_floor_on_ib_only():
+    assert not any("NCCL_IB_QPS_PER_CONNECTION" in c["env"] for c in nccl_autotune_grid("ib"))
+    candidates = nccl_autotune_grid("ib", True, True, True, "yes")
+    extra = candidates[2:]
+    assert len(extra) == 11 and candidates[0] == {"name": "defaults", "env": {}}
+    assert {(c["env"].get("NCCL_IB_QPS_PER_CONNECTION", "1"), c["env"].get("NCCL_MIN_NCHANNELS")) for c in extra} == \
+        {(q, m) for q in ("1", "2", "4", "8") for m in (None, "8", "16")} - {("1", None)}
+    assert all(not set(c["env"]) & {"NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD", "NCCL_MAX_NCHANNELS"} for c in extra)
+    assert len({c["name"] for c in candidates}) == len(candidates)
+    for transport in ("any", "efa"):
+        assert not any("NCCL_IB_QPS_PER_CONNECTION" in c["env"] for c in nccl_autotune_grid(transport, True, True, True, True))
+
+
+@pytest.mark.parametrize("candidate", tune.ib_candidates(), ids=lambda c: c["name"])
+def test_every_ib_candidate_is_a_tuning_the_profile_accepts(candidate):
+    settings = {"ifname": "eth1", "cluster_networks": ["10.0.0.0/24"], "measured_tuning": candidate["env"]}
+    assert env_problems(settings) == []
+
+
+@pytest.mark.parametrize("value", ["0", "129", "many"])
+def test_the_profile_refuses_a_queue_pair_count_nccl_does_not_take(value):
+    settings = {"ifname": "eth1", "cluster_networks": ["10.0.0.0/24"],
+                "measured_tuning": {"NCCL_IB_QPS_PER_CONNECTION": value}}
+    problems = env_problems(settings)
+    assert len(problems) == 1 and "NCCL_IB_QPS_PER_CONNECTION" in problems[0] and "1-128" in problems[0]
+
+
 @pytest.mark.parametrize("value", ["0", "65", "eight"])
 def test_the_profile_refuses_a_channel_count_nccl_does_not_take(value):
     settings = {"ifname": "eth1", "cluster_networks": ["10.0.0.0/24"],
