@@ -49,11 +49,15 @@ options:
     elements: str
     default: []
   installer_version:
-    description: The EFA installer version the role would install (named in C(install_blocker)).
+    description:
+      - The EFA installer version the role would install (named in C(install_blocker)).
+      - Where O(installer_sha256) is empty, AWS's published checksum of this version is used, if the collection carries it.
     type: str
     default: ""
   installer_sha256:
-    description: The installer archive's sha256 as the role has it (empty when not set).
+    description:
+      - The installer archive's sha256 as the role has it (empty when not set).
+      - The checksum the role then checks is C(cloud_aws_efa.installer_sha256).
     type: str
     default: ""
   timeout:
@@ -99,6 +103,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.efa_hos
     install_blocker,
     owned_files,
 )
+from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.efa_installer import installer_sha256
 from ansible_collections.ncclkit.cluster.plugins.module_utils.host.command import run_command
 
 
@@ -148,8 +153,9 @@ def main():
         "fi_info_ok": bool(version), "fi_info_error": fi_info_error or "", "plugin": plugin,
         "installed": bool(version and plugin)}}
     facts["cloud_aws_efa"]["gdr_module"] = efa_gdr_module(_read("/proc/modules")) if devices else ""
-    facts["cloud_aws_efa"]["install_blocker"] = install_blocker(
-        facts["cloud_aws_efa"], params["installer_sha256"], params["installer_version"])
+    sha256 = installer_sha256(params["installer_version"], params["installer_sha256"])
+    facts["cloud_aws_efa"]["installer_sha256"] = sha256
+    facts["cloud_aws_efa"]["install_blocker"] = install_blocker(facts["cloud_aws_efa"], sha256, params["installer_version"])
     if devices and version and plugin:
         facts["ncclkit_cloud_nccl_env"] = efa_env(params["cloud_env"], plugin, params["nccl_versions"])
         facts["cloud_aws_efa"]["container_env"] = container_env(facts["ncclkit_cloud_nccl_env"])

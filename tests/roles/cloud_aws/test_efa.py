@@ -15,8 +15,10 @@ import io
 import re
 import sys
 import tarfile
+from pathlib import Path
 
 import pytest
+import yaml
 from cloud_alibaba.test_erdma import profile_script_lines, rdma_device
 from lab_indices import lab_index
 from lab_playbook import lab_cluster, play
@@ -26,6 +28,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.efa_hos
     efa_env,
     fi_info_version,
 )
+from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.efa_installer import PUBLISHED_SHA256
 from ansible_collections.ncclkit.cluster.plugins.module_utils.diagnosis.log import read_nccl_log
 from ansible_collections.ncclkit.cluster.plugins.module_utils.profile.env import profile_env
 from ansible_collections.ncclkit.cluster.plugins.module_utils.report import run_verdict
@@ -134,9 +137,12 @@ def node1(lab, script):
 @pytest.mark.lab
 def test_a_wrong_checksum_installs_nothing_the_right_one_installs_once(lab, archive):
     path, sha256 = archive
-    wrong = efa_play(lab, cloud_aws_efa_installer_archive=str(path), cloud_aws_efa_installer_sha256="0" * 64)
+    # No checksum set: the default version's published one is expected, which this test archive is not.
+    wrong = efa_play(lab, cloud_aws_efa_installer_archive=str(path))
     assert wrong.rc != 0
-    assert f"The EFA installer archive has sha256 {sha256}, not cloud_aws_efa_installer_sha256" in wrong.flat()
+    defaults = yaml.safe_load((Path(__file__).resolve().parents[3] / "roles/cloud_aws/defaults/main.yml").read_text())
+    published = PUBLISHED_SHA256[defaults["cloud_aws_efa_installer_version"]]
+    assert f"The EFA installer archive has sha256 {sha256}, not {published}" in wrong.flat()
     assert node1(lab, "ls /opt/amazon 2>&1; ls /tmp | grep -c ncclkit-efa || true").split() == [
         "ls:", "cannot", "access", "'/opt/amazon':", "No", "such", "file", "or", "directory", "0"]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.efa_installer import published_range
 from ansible_collections.ncclkit.cluster.plugins.module_utils.common.nccl_plugins import short_plugin_name
 from ansible_collections.ncclkit.cluster.plugins.module_utils.host.rdma import rdma_ports
 
@@ -103,6 +104,7 @@ def efa_env(cloud_env: dict, plugin: str, nccl_versions=()) -> dict:
 
 def install_blocker(efa: dict, sha256: str, version: str) -> str:
     """Why the EFA installer cannot run here, with what to do ("" when it can, or need not).
+    `sha256` is the resolved one (efa_installer.installer_sha256).
 
     EFA devices listed means the kernel's efa driver is loaded: only user space (libfabric's efa
     provider, aws-ofi-nccl) is missing, and the line names which."""
@@ -114,10 +116,11 @@ def install_blocker(efa: dict, sha256: str, version: str) -> str:
     if not efa.get("plugin"):
         missing.append(f"aws-ofi-nccl (package {PLUGIN_PACKAGE}; looked in its file list and {', '.join(PLUGIN_DIRS)})")
     return (f"the kernel's efa driver is loaded ({', '.join(efa.get('devices') or [])}) but {' and '.join(missing)} "
-            f"{'are' if len(missing) > 1 else 'is'} missing, and cloud_aws_efa_installer_sha256 is not a sha256: set it to the sha256 of "
-            f"aws-efa-installer-{version}.tar.gz as AWS publishes it (a copy you verified with AWS's GPG signature) "
-            "to install the user space with AWS's installer, or install those parts yourself and set "
-            "cloud_aws_efa_install to false")
+            f"{'are' if len(missing) > 1 else 'is'} missing, and there is no checksum to check installer {version} against "
+            f"(cloud_aws_efa_installer_sha256 is not set, and this collection carries AWS's published ones for "
+            f"{published_range()} only): set cloud_aws_efa_installer_sha256 to the sha256 of aws-efa-installer-{version}.tar.gz "
+            "as AWS publishes it (docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-verify.html) to install the user space "
+            "with AWS's installer, or install those parts yourself and set cloud_aws_efa_install to false")
 
 
 def container_env(env: dict) -> dict:

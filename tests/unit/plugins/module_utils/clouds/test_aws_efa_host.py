@@ -4,7 +4,11 @@ the NCCL versions that load it (NCCL up to 2.20 builds libnccl-net-<value>.so fr
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
+import yaml
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.efa_host import (
     efa_env,
@@ -13,7 +17,12 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.efa_hos
     owned_files,
     plugin_setting,
 )
+from ansible_collections.ncclkit.cluster.plugins.module_utils.clouds.aws.efa_installer import (
+    PUBLISHED_SHA256,
+    installer_sha256,
+)
 
+COLLECTION = Path(__file__).resolve().parents[5]
 LAYOUTS = [
     # EFA installer RPMs (Amazon Linux, RHEL).
     "/opt/amazon/ofi-nccl/lib64/libnccl-net-ofi.so",
@@ -102,3 +111,21 @@ def test_efa_gdr_is_efa_nv_peermem_not_nvidia_peermem():
     assert efa_gdr_module("efa_nv_peermem 16384 0 - Live 0x0\nefa 151552 1 efa_nv_peermem, Live 0x0\n") == \
         "efa_nv_peermem"
     assert efa_gdr_module("nvidia_peermem 16384 0 - Live 0x0\nefa 151552 0 - Live 0x0\n") == ""
+
+
+def test_the_default_installer_has_aws_published_checksum_and_a_set_one_wins():
+    defaults = yaml.safe_load((COLLECTION / "roles" / "cloud_aws" / "defaults" / "main.yml").read_text())
+    version = defaults["cloud_aws_efa_installer_version"]
+    assert defaults["cloud_aws_efa_installer_sha256"] == "" and version in PUBLISHED_SHA256
+    assert installer_sha256(version, "") == PUBLISHED_SHA256[version]
+    assert installer_sha256(version, "AB" * 32) == "ab" * 32
+    assert installer_sha256("9.9.9", "") == "" and installer_sha256("9.9.9", "not-a-sum") == ""
+    assert all(re.fullmatch(r"[0-9a-f]{64}", value) for value in PUBLISHED_SHA256.values())
+    assert len(set(PUBLISHED_SHA256.values())) == len(PUBLISHED_SHA256)
+
+
+def test_a_version_without_a_published_checksum_says_where_to_get_one():
+    efa = {"count": 1, "devices": ["rdmap0s6"], "fi_info_ok": False, "fi_info_error": "no fi_info", "plugin": ""}
+    line = install_blocker(efa, installer_sha256("1.30.0", ""), "1.30.0")
+    assert "1.41.0 to 1.47.0" in line and "efa-verify.html" in line and "aws-efa-installer-1.30.0.tar.gz" in line
+    assert install_blocker(efa, installer_sha256("1.47.0", ""), "1.47.0") == ""
