@@ -30,8 +30,9 @@ def nccl_check_probe_targets(resolved, mode="ring"):
 
 
 def nccl_check_path_targets(hostvars, hosts, mode="ring"):
-    """{host: {"mtu": its cluster NIC's MTU, "peers": {peer: cluster address}}} for the path-MTU echoes,
-    to the same ring neighbours as the host-name pings, planned once for the play."""
+    """{host: {"mtu": its cluster NIC's MTU, "peers": {peer: cluster address}, "ports": {peer: [port]}}}
+    for the path-MTU echoes and the connections to the peers' ephemeral ports, to the same ring
+    neighbours as the host-name pings, planned once for the play."""
     from ansible_collections.ncclkit.cluster.plugins.module_utils.check.findings import path_targets
     from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.plan import probe_plan
 
@@ -43,7 +44,8 @@ def nccl_check_path_targets(hostvars, hosts, mode="ring"):
                     if nic.get("name") == facts.get("ncclkit_cluster_ifname")), {})
         # A cloud role that changed the MTU after nccl_preflight says so in ncclkit_cluster_mtu.
         nics[name] = {"cluster_ip": facts.get("ncclkit_cluster_ip", ""),
-                      "mtu": facts.get("ncclkit_cluster_mtu") or own.get("mtu")}
+                      "mtu": facts.get("ncclkit_cluster_mtu") or own.get("mtu"),
+                      "port_range": (facts.get("ncclkit_container") or {}).get("ip_local_port_range")}
     return path_targets(nics, probe_plan(hosts, mode))
 
 

@@ -241,12 +241,30 @@ def probe_findings(me: str, master: dict, outcome: Optional[str], holder: Option
         [f"TCP connect from {me} to {master['addr']}:{master['port']}: {outcome}"])]
 
 
+def ephemeral_ports(port_range) -> List[int]:
+    """Two ports inside a host's ephemeral range ([low, high]), a third and two thirds of the way up,
+    where Gloo's and NCCL's listeners bind: [] when the range is unknown."""
+    try:
+        low, high = (int(port) for port in port_range)
+    except (TypeError, ValueError):
+        return []
+    if not 1 <= low < high <= 65535:
+        return []
+    return sorted({low + (high - low) // 3, low + 2 * (high - low) // 3})
+
+
 def path_targets(nics: Dict[str, dict], plan: Dict[str, List[str]]) -> Dict[str, dict]:
-    """{host: {"mtu", "peers": {peer: cluster address}}} from {host: {cluster_ip, mtu}} and the probe plan
-    (host -> peers); a host without a known MTU probes nothing."""
-    return {host: {"mtu": int(nics[host]["mtu"]) if nics[host].get("mtu") else 0,
-                   "peers": {peer: nics[peer]["cluster_ip"] for peer in peers if nics[peer].get("cluster_ip")}}
-            for host, peers in plan.items()}
+    """{host: {"mtu", "peers": {peer: cluster address}, "ports": {peer: [port]}}} from {host: {cluster_ip,
+    mtu, port_range}} and the probe plan (host -> peers); a host without a known MTU sends no MTU echo,
+    a peer without a known ephemeral range gets no port probe."""
+    targets = {}
+    for host, peers in plan.items():
+        reachable = [peer for peer in peers if nics[peer].get("cluster_ip")]
+        ports = {peer: ephemeral_ports(nics[peer].get("port_range")) for peer in reachable}
+        targets[host] = {"mtu": int(nics[host]["mtu"]) if nics[host].get("mtu") else 0,
+                         "peers": {peer: nics[peer]["cluster_ip"] for peer in reachable},
+                         "ports": {peer: found for peer, found in ports.items() if found}}
+    return targets
 
 
 def path_findings(me: str, path: Dict[str, dict]) -> List[dict]:
@@ -268,6 +286,56 @@ def path_findings(me: str, path: Dict[str, dict]) -> List[dict]:
         "probe measures which MTU gets through",
         [f"from {me}: ping -M do -s {mtu - 28} {result['address']} ({peer}): no reply; a small ping: a reply"
          for peer, result in blocked.items()])]
+
+
+BLOCKED_PORT = ("timeout", "unreachable")
+
+
+def _port_failures(hosts: Dict[str, dict]) -> Dict[tuple, dict]:
+    """{(prober, target): {port: outcome}} for the probes whose connections did not get in, leaving out
+    targets the prober's small echo did not reach (a host down is the ping findings' to name)."""
+    failed = {}
+    for prober, view in hosts.items():
+        probes = view.get("probes") or {}
+        for target, outcomes in (probes.get("ports") or {}).items():
+            if (probes.get("path") or {}).get(target, {}).get("small") is False:
+                continue
+            bad = {port: outcome for port, outcome in outcomes.items() if outcome in BLOCKED_PORT}
+            if bad:
+                failed[(prober, target)] = bad
+    return failed
+
+
+def port_findings(hosts: Dict[str, dict]) -> List[dict]:
+    """A host whose ephemeral range (where Gloo's and NCCL's listeners bind) does not take new connections
+    from its peers: the rendezvous may still work while Gloo's and NCCL's own connections hang or fail.
+
+    Blamed on the target: the firewall that drops or rejects is the one taking the connection. Where two
+    hosts fail to reach each other both ways (two nodes, or a host that also blocks the replies to its own
+    connections), the side that actively rejected (ICMP) is the one named; the other direction only
+    timed out because its replies were refused on the way back."""
+    failed = _port_failures(hosts)
+    blamed: Dict[str, List[str]] = {}
+    for (prober, target), bad in failed.items():
+        reverse = failed.get((target, prober))
+        if reverse is not None and "unreachable" in reverse.values() and "unreachable" not in bad.values():
+            continue   # the prober's own firewall refused its replies: the reverse pair names it
+        blamed.setdefault(target, []).append(prober)
+    out = []
+    for target, probers in blamed.items():
+        evidence = [f"TCP connect from {prober} to {target} port {port}: {outcome}"
+                    for prober in probers for port, outcome in sorted(failed[(prober, target)].items())]
+        how = "rejected" if any("unreachable" in failed[(p, target)].values() for p in probers) else "dropped"
+        out.append(finding(
+            "peer_ports_blocked", "error", target,
+            f"new TCP connections from {', '.join(sorted(probers))} to {target}'s ephemeral ports are {how} "
+            f"(a firewall on {target} or on the way): Gloo and NCCL listen there, so the job hangs or fails "
+            "after the rendezvous, when the ranks connect to each other",
+            f"let the cluster network into {target}'s ephemeral port range (net.ipv4.ip_local_port_range), "
+            f"with replies to {target}'s own connections: run the nccl_network role, or open the range in {target}'s "
+            "firewall (nft/ufw/firewalld) or the cloud's security group",
+            evidence))
+    return out
 
 
 def verdict(host: str, findings: List[dict]) -> str:
@@ -302,6 +370,7 @@ def judge(hosts: Dict[str, dict], master: dict) -> dict:
         probes = view.get("probes") or {}
         findings += probe_findings(name, master, probes.get("master"), probes.get("master_holder"))
         findings += path_findings(name, probes.get("path") or {})
+    findings += port_findings(hosts)
     order = {"error": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: order.get(f["severity"], 3))
     verdicts = {name: verdict(name, [f for f in findings if f["host"] in (name, None)]) for name in hosts}

@@ -23,8 +23,8 @@ CONNECTIVITY = frozenset({
     "connect_refused", "no_route", "connect_failed", "retry_exceeded", "gloo_connect_failed",
     "nccl_system_error", "nccl_internal_error",
 })
-NETWORK_CAUSES = ("cluster_nic_down", "master_port_blocked", "hostname_unresolvable", "hostname_loopback",
-                  "hostname_unreachable", "socket_ifname_wrong", "gloo_unpinned", "nccl_unpinned",
+NETWORK_CAUSES = ("cluster_nic_down", "peer_ports_blocked", "master_port_blocked", "hostname_unresolvable",
+                  "hostname_loopback", "hostname_unreachable", "socket_ifname_wrong", "gloo_unpinned", "nccl_unpinned",
                   "master_off_cluster")
 # Root codes a host fault explains only where the logs name no host (a live state may be the job's
 # own leftover, e.g. its store still holding the port: it must not move a host the logs named).

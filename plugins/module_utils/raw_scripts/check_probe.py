@@ -1,6 +1,7 @@
 """What `ncclkit check` asks from one host: do its peers' host-name addresses answer a ping, does
 a TCP connection to the rendezvous open, (on the master) does a process already hold the rendezvous port,
-and does a packet that fills the cluster NIC's MTU reach the ring neighbours' cluster addresses.
+does a packet that fills the cluster NIC's MTU reach the ring neighbours' cluster addresses, and do new
+TCP connections reach ports of the neighbours' ephemeral range, where Gloo's and NCCL's listeners bind.
 
 Standard library only, and runnable as a script (`python3 check_probe.py JSON`, or its text through
 `python3 -c`): nccl_preflight runs it through `raw`, because a module run costs every host about
@@ -48,6 +49,16 @@ def path_mtu(peers, mtu, timeout, pool):
              for peer, address in (peers or {}).items() if address}
     return {peer: {"address": address, "mtu": int(mtu), "small": small.result(), "large": large.result()}
             for peer, (address, small, large) in asked.items()}
+
+
+def peer_ports(source, peers, ports, timeout, pool):
+    """{peer: {port: connect outcome}} for ports of each peer's ephemeral range. Nothing needs to
+    listen there: "refused" (the peer's TCP stack answered) proves its firewall let the connection
+    in, as "open" does; "timeout" is a drop and "unreachable" a reject (ICMP admin-prohibited)."""
+    asked = {peer: {port: pool.submit(connect, source, address, port, timeout) for port in (ports or {}).get(peer, [])}
+             for peer, address in (peers or {}).items() if address}
+    return {peer: {str(port): future.result() for port, future in futures.items()}
+            for peer, futures in asked.items() if futures}
 
 
 def connect(source, address, port, timeout=1.0):
@@ -112,18 +123,21 @@ def probe(source, targets, master, timeout=1.0, path=None):
     """{"hostname": {peer: ping outcome of its first address, False without one}, "master": the
     connection's outcome, None on the master itself or without a rendezvous, "master_holder": on the
     master, who already listens on the rendezvous port (None: nobody), "path": path_mtu's answer for
-    path {"mtu": this host's cluster NIC's, "peers": {peer: cluster address}} (empty without one)}."""
+    path {"mtu": this host's cluster NIC's, "peers": {peer: cluster address}, "ports": {peer: [port]}}
+    (empty without one), "ports": peer_ports' answer for the same peers}."""
     path = path or {}
-    with ThreadPoolExecutor(max_workers=max(1, min(32, 2 * len(targets) + 2))) as pool:
+    workers = 2 * len(targets) + 2 + 3 * len(path.get("peers") or {}) + sum(len(v) for v in (path.get("ports") or {}).values())
+    with ThreadPoolExecutor(max_workers=max(1, min(64, workers))) as pool:
         pings = {name: pool.submit(ping, addresses[0], timeout) if addresses else None
                  for name, addresses in targets.items()}
         on_master = not master.get("addr") or master["addr"] == source
         opened = None if on_master else pool.submit(connect, source, master["addr"], master["port"], timeout)
         paths = path_mtu(path.get("peers"), path.get("mtu"), timeout, pool)
+        ports = peer_ports(source, path.get("peers"), path.get("ports"), timeout, pool)
         return {"hostname": {name: (future.result() if future else False) for name, future in pings.items()},
                 "master": opened.result() if opened else None,
                 "master_holder": holder(master["port"]) if master.get("addr") and on_master else None,
-                "path": paths}
+                "path": paths, "ports": ports}
 
 
 def main(argv):

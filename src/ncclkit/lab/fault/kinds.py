@@ -235,11 +235,13 @@ def _job(action: str) -> Callable[[Context], None]:
 
 KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
     FaultKind("nccl_ports_rejected", "network", "the ephemeral port range (NCCL's and Gloo's listeners) "
-              "rejected inbound on eth1, as firewalld rejects", "fails", None, "no_route", nccl_ports_rejected),
+              "rejected inbound on eth1, as firewalld rejects", "fails", "peer_ports_blocked", "no_route",
+              nccl_ports_rejected),
     FaultKind("rendezvous_port_dropped", "network", "the rendezvous port dropped inbound on the master",
               "fails", "master_port_blocked", "rendezvous_timeout", rendezvous_port_dropped, master=True),
     FaultKind("gloo_ports_dropped_inbound", "network", "new inbound connections to the ephemeral port range "
-              "dropped on eth1 (outbound allowed)", "hangs", None, "connect_timeout", gloo_ports_dropped_inbound),
+              "dropped on eth1 (outbound allowed)", "hangs", "peer_ports_blocked", "connect_timeout",
+              gloo_ports_dropped_inbound),
     FaultKind("eth1_down", "network", "the node's cluster NIC eth1 down", "fails", "cluster_nic_down",
               "rendezvous_timeout", eth1_down),
     FaultKind("mtu_mismatch", "network", "two nodes' eth1 at MTU 9000 across the 1500 bridge (oversize frames "

@@ -183,6 +183,62 @@ def test_the_path_targets_are_the_ring_neighbours_cluster_addresses_with_the_hos
     nics = {"node1": {"cluster_ip": "10.0.0.1", "mtu": 9000}, "node2": {"cluster_ip": "10.0.0.2", "mtu": None},
             "node3": {"cluster_ip": "", "mtu": 1500}}
     plan = {"node1": ["node2", "node3"], "node2": ["node1"], "node3": ["node1"]}
-    assert cf.path_targets(nics, plan) == {"node1": {"mtu": 9000, "peers": {"node2": "10.0.0.2"}},
-                                           "node2": {"mtu": 0, "peers": {"node1": "10.0.0.1"}},
-                                           "node3": {"mtu": 1500, "peers": {"node1": "10.0.0.1"}}}
+    assert cf.path_targets(nics, plan) == {"node1": {"mtu": 9000, "peers": {"node2": "10.0.0.2"}, "ports": {}},
+                                           "node2": {"mtu": 0, "peers": {"node1": "10.0.0.1"}, "ports": {}},
+                                           "node3": {"mtu": 1500, "peers": {"node1": "10.0.0.1"}, "ports": {}}}
+
+
+def test_each_peer_gets_two_ports_inside_its_own_ephemeral_range():
+    nics = {"node1": {"cluster_ip": "10.0.0.1", "mtu": 1500, "port_range": [32768, 60999]},
+            "node2": {"cluster_ip": "10.0.0.2", "mtu": 1500, "port_range": [40000, 40999]},
+            "node3": {"cluster_ip": "10.0.0.3", "mtu": 1500, "port_range": "unreadable"}}
+    plan = {"node1": ["node2", "node3"], "node2": ["node1"], "node3": ["node1"]}
+    targets = cf.path_targets(nics, plan)
+    assert targets["node1"]["ports"] == {"node2": [40333, 40666]}   # none for node3: its range is unknown
+    assert targets["node2"]["ports"] == {"node1": [42178, 51588]}
+    assert cf.ephemeral_ports([]) == [] and cf.ephemeral_ports([5, 5]) == [] and cf.ephemeral_ports([1, 70000]) == []
+
+
+def ports_probe(hosts, prober, target, outcomes, small=True):
+    hosts[prober]["probes"].setdefault("ports", {})[target] = dict(zip(("40333", "40666"), outcomes))
+    hosts[prober]["probes"].setdefault("path", {})[target] = {"address": "x", "mtu": 1500, "small": small, "large": True}
+
+
+def three_nodes():
+    hosts = lab(profile_files())
+    hosts["node3"] = host("node3", "198.19.150.13", ["198.18.150.13"], profile_files(), {"hostname": {}, "master": "open"})
+    for name in hosts:
+        hosts[name]["probes"]["hostname"] = {}
+    return hosts
+
+
+def test_ports_dropped_on_one_host_name_that_host_and_its_probers():
+    hosts = three_nodes()
+    ports_probe(hosts, "node1", "node2", ["timeout", "timeout"])
+    ports_probe(hosts, "node3", "node2", ["timeout", "timeout"])
+    ports_probe(hosts, "node2", "node1", ["refused", "refused"])   # its own connections get out and back
+    ports_probe(hosts, "node2", "node3", ["refused", "open"])
+    result = cf.judge(hosts, cf.choose_master(ch.profile_master(profile_files()), "x", 1))
+    blocked = [f for f in result["findings"] if f["code"] == "peer_ports_blocked"]
+    assert [(f["host"], f["severity"]) for f in blocked] == [("node2", "error")] and not result["ready"]
+    assert "node1, node3" in blocked[0]["cause"] and "dropped" in blocked[0]["cause"]
+    assert "TCP connect from node1 to node2 port 40333: timeout" in blocked[0]["evidence"]
+
+
+def test_a_rejecting_host_is_named_when_two_nodes_fail_both_ways():
+    # node2 rejects (ICMP) inbound to its range, its own connections' replies included: node1 sees a
+    # reject, node2 a timeout. node2 is the one named, not node1.
+    hosts = lab(profile_files())
+    ports_probe(hosts, "node1", "node2", ["unreachable", "unreachable"])
+    ports_probe(hosts, "node2", "node1", ["timeout", "timeout"])
+    blocked = [f for f in cf.judge(hosts, cf.choose_master({}, "198.19.150.11", 29500))["findings"]
+               if f["code"] == "peer_ports_blocked"]
+    assert [f["host"] for f in blocked] == ["node2"] and "rejected" in blocked[0]["cause"]
+
+
+def test_open_or_refused_ports_and_an_unreached_host_are_no_port_finding():
+    hosts = lab(profile_files())
+    ports_probe(hosts, "node1", "node2", ["refused", "open"])
+    ports_probe(hosts, "node2", "node1", ["timeout", "timeout"], small=False)   # down: the ping findings' to name
+    result = cf.judge(hosts, cf.choose_master(ch.profile_master(profile_files()), "x", 1))
+    assert "peer_ports_blocked" not in codes(result) and result["ready"], result["findings"]

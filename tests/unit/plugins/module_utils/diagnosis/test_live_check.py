@@ -117,3 +117,15 @@ def test_a_collective_hang_with_no_rank_to_blame_takes_a_path_that_drops_full_fr
     unnamed = dict(result, findings=[dict(root, rank=None)] + result["findings"][1:])
     explained = explain(unnamed, check(item("path_mtu", "node2"), item("gloo_unpinned", "node1")))["findings"][0]
     assert (explained["host"], explained["explained_by"]) == ("node2", ["path_mtu"])
+
+
+def test_a_host_that_rejects_its_peers_connections_is_named_over_the_rendezvous_master():
+    # Two nodes, node2 rejecting inbound to its ephemeral range (the replies to its own connections
+    # too): node2 cannot reach the rendezvous either, which alone would point at the master node1.
+    result = logs("nccl_ports_rejected-1")
+    explained = explain(result, check(item("master_port_blocked", "node2", "node2 cannot reach the rendezvous"),
+                                      item("peer_ports_blocked", "node2", "node1's connections to node2 are rejected",
+                                           "open node2's ephemeral range")))
+    root = explained["findings"][0]
+    assert root["host"] == "node2" and root["explained_by"] == ["peer_ports_blocked", "master_port_blocked"]
+    assert root["fix"] == "open node2's ephemeral range"

@@ -138,3 +138,16 @@ def test_a_path_that_drops_full_frames_is_told_from_one_that_drops_everything(mo
         path = check_probe.path_mtu({"node2": "10.0.0.2", "node3": "10.0.0.3", "node4": "10.0.0.4"}, 9000, 1.0, pool)
     assert {peer: (r["small"], r["large"]) for peer, r in path.items()} == {
         "node2": (True, False), "node3": (False, False), "node4": (True, None)}
+
+
+def test_the_script_asks_the_peers_ephemeral_ports_and_a_closed_one_counts_as_let_in():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listening, closed = listener.getsockname()[1], free_port()
+        probes = run_script({"source": "127.0.0.1", "targets": {}, "master": {},
+                             "path": {"mtu": 0, "peers": {"node2": "127.0.0.1", "node3": "127.0.0.1"},
+                                      "ports": {"node2": [listening, closed]}}})
+    # Nothing needs to listen: a refusal is the peer's TCP stack answering, past its firewall.
+    assert probes["ports"] == {"node2": {str(listening): "open", str(closed): "refused"}}
+    assert run_script({"targets": {}, "master": {}})["ports"] == {}
