@@ -204,23 +204,23 @@ def truth(kind: str | None, record: dict | None, effect: str) -> dict:
             "class": spec.diagnose}
 
 
-def header(log_name: str, expected: dict, index: int) -> bytes:
+def header(log_name: str, expected: dict, index: int, nodes: int) -> bytes:
     """The first line every corpus log carries (tests/static/test_samples_sources.py)."""
     day = datetime.now(UTC).date().isoformat()
     what = ("the kernel's OOM lines (dmesg -T)" if log_name.startswith("kernel") else
             f"{log_name.split('.')[0]}'s ncclkit-torchrun benchmarks/fault_job.py over ssh")
-    return (f"# recorded {day} on lab {index} (2 nodes, after site.yml) by benchmarks/fault_matrix.py: {what}; "
+    return (f"# recorded {day} on lab {index} ({nodes} nodes, after site.yml) by benchmarks/fault_matrix.py: {what}; "
             f"{expected['shape_from'].removeprefix('lab: ')}\n").encode()
 
 
-def save_case(corpus: Path, name: str, folder: Path, expected: dict, index: int) -> Path:
+def save_case(corpus: Path, name: str, folder: Path, expected: dict, index: int, nodes: int) -> Path:
     number = 1
     while (corpus / f"{name}-{number}").exists():
         number += 1
     case = corpus / f"{name}-{number}"
     case.mkdir(parents=True)
     for log in sorted(folder.iterdir()):
-        data = header(log.name, expected, index) + log.read_bytes()
+        data = header(log.name, expected, index, nodes) + log.read_bytes()
         if len(data) > CASE_LIMIT // 3:
             (case / (log.name + ".gz")).write_bytes(gzip.compress(data, 9))
         else:
@@ -260,7 +260,7 @@ def one_run(lab, inventory: Path, kind: str | None, corpus: Path | None, healthy
                                   f"--seed {record['seed']}" if record
                                   else "lab: healthy run of benchmarks/fault_job.py after site.yml")
         if corpus:
-            case = save_case(corpus, kind or "healthy", folder, expected, lab.index)
+            case = save_case(corpus, kind or "healthy", folder, expected, lab.index, len(lab.nodes()))
             row["case"] = str(case.relative_to(REPO) if case.is_relative_to(REPO) else case)
     row["job"] = {key: job[key] for key in ("seconds", "exit", "killed", "done")} | {"effect": effect}
     row["diagnose"] = verdict
