@@ -78,6 +78,17 @@ _FORENSICS = re.compile(r"ncclkit-forensics: rank=(?P<rank>\d+) host=(?P<host>\S
                         r"state=(?P<state>\S)(?: \([^)]*\))?(?: wchan=(?P<wchan>\S+))?")
 _FORENSICS_RAS = "ncclkit-forensics: ras: "
 
+# NGC containers' banner where `docker run` gave no --shm-size/--ipc=host: "NOTE: The SHMEM allocation
+# limit is set to the default of 64MB. This may be insufficient for PyTorch...".
+_SMALL_SHM = "SHMEM allocation limit is set to the default"
+# torch's desync check (TORCH_DISTRIBUTED_DEBUG=DETAIL): "Rank 5 is running collective:
+# CollectiveFingerPrint(SequenceNumber=7, OpType=_ALLGATHER_BASE, TensorShape=[..], TensorDtypes=BFloat16, ...),
+# but Rank 16 is running collective: CollectiveFingerPrint(...)": each names two ranks' collectives.
+_FINGERPRINT_MARK = "is running collective: CollectiveFingerPrint("
+_FINGERPRINT = re.compile(r"Rank (?P<rank>\d+) is running collective: CollectiveFingerPrint\("
+                          r"(?P<print>SequenceNumber=\d+, OpType=\w+(?:, TensorShape=\[[^\]]*\])?"
+                          r"(?:, TensorDtypes=[\w, ]+?)?)(?:, TensorDeviceTypes|\))")
+
 # Every substring JobEvidence.add() looks for in a line that is not NCCL's own: a line holding none
 # of them (outside a torchrun report and a RAS report) tells the job nothing (diagnosis.log skips it).
 # (The rendezvous' start markers are looked for only while no rendezvous is known: see watching().)
@@ -86,7 +97,8 @@ MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on si
            "Process name: [[", "Exit code:", "OOMKilled", "Name:", "memory:",
            "(exitcode: ", "exits with return code", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL",
            " compiled with CUDA ", "Timed out waiting", "GLOBAL_RANK", "world_rank=", "global_rank_mapping=",
-           "spawned with command", ": Test failure", "Missing ranks:") + _RENDEZVOUS_DONE
+           "spawned with command", ": Test failure", "Missing ranks:", _SMALL_SHM,
+           _FINGERPRINT_MARK) + _RENDEZVOUS_DONE
 # Horovod's stall inspector: "Missing ranks:" then one line per rank that did not submit the tensors
 # the others wait on ("6: [allreduce.fc.bias, ...]").
 _STALLED_RANK = re.compile(r"^\s*(?P<rank>\d+): \[")
@@ -113,11 +125,18 @@ def pci_number(address: str) -> Optional[int]:
         return None
 
 
+# What the signals a crashed rank dies of usually mean, for the cause line.
+_SIGNAL_MEANING = {signal.SIGSEGV: "a segmentation fault", signal.SIGBUS: "a bus error, most often a full /dev/shm",
+                   signal.SIGABRT: "an abort", signal.SIGFPE: "an arithmetic fault", signal.SIGILL: "an illegal instruction"}
+
+
 def signal_name(number: int) -> str:
+    """"SIGSEGV: a segmentation fault", "SIGKILL", "signal 99"."""
     try:
-        return signal.Signals(number).name
+        sig = signal.Signals(number)
     except ValueError:
         return f"signal {number}"
+    return f"{sig.name}: {_SIGNAL_MEANING[sig]}" if sig in _SIGNAL_MEANING else sig.name
 
 
 class JobEvidence:
@@ -127,6 +146,10 @@ class JobEvidence:
         self.ranks: Dict[int, dict] = {}          # rank -> {host, pid, nranks}
         self.pid_rank: Dict[tuple, int] = {}      # (host, pid) -> rank
         self.pid_hosts: Dict[str, str] = {}       # pid -> host (for OOM lines naming a pid only)
+        self.source_pid_host: Dict[tuple, str] = {}  # (file, pid) -> host: hosts reuse pids, a file is one host's
+        self.small_shm: Dict[str, dict] = {}      # file -> origin of its container's small-/dev/shm banner
+        self.gpu_oom: Dict[str, dict] = {}        # file -> origin of its first "CUDA out of memory" line (any logger)
+        self.fingerprints: Dict[int, str] = {}    # rank -> its collective as torch's desync check prints it
         self.bus_rank: Dict[tuple, int] = {}      # (host, the GPU's PCI address as a number) -> rank
         self.rank_versions: Dict[int, str] = {}   # rank -> the NCCL version code NCCL's mismatch check names
         self.world = 0
@@ -214,11 +237,20 @@ class JobEvidence:
         elif "exits with return code" in text:
             self._deepspeed_exit(text, origin)
         elif "ut of memory" in text or "oom-kill:" in text:
+            if "CUDA out of memory" in text:  # a trainer that logs and recovers from it (fairseq) leaves no traceback
+                found = origin()
+                self.gpu_oom.setdefault(found.get("source"), found)
             self._match_death(_OOM, text, origin, "oom")
         elif "Watchdog caught" in text:
             self._watchdog(line, origin)
         elif "Timed out waiting" in text:
             self._gloo_timeout(line, origin)
+        if _FINGERPRINT_MARK in text:
+            for match in _FINGERPRINT.finditer(text):
+                self.fingerprints.setdefault(int(match["rank"]), match["print"])
+        if _SMALL_SHM in text:
+            found = origin()
+            self.small_shm.setdefault(found.get("source"), found)
         if "GLOBAL_RANK" in text:
             self._announce(text, origin)
         if not self.rendezvous_done:
@@ -251,6 +283,7 @@ class JobEvidence:
                 if pid is not None and (host, pid) not in self.pid_rank:
                     self.pid_rank[(host, pid)] = rank
                     self.pid_hosts.setdefault(pid, host)
+                    self.source_pid_host.setdefault((origin().get("source"), pid), host)
                     self.ranks.setdefault(rank, {"host": host, "pid": pid, "nranks": nranks})
                 bus = _NCCL_BUS.search(msg)
                 if bus and pci_number(bus.group("bus")) is not None:
@@ -432,6 +465,10 @@ class JobEvidence:
             return None
         ordered = sorted(counts, key=lambda version: len(counts[version]))
         return ordered[0], sorted(counts[ordered[0]]), ordered[-1]
+
+    def source_hosts(self, source) -> set:
+        """The hosts whose NCCL lines one file holds."""
+        return {host for (where, dummy), host in self.source_pid_host.items() if where == source}
 
     def finish(self) -> None:
         self._flush_child()

@@ -17,6 +17,7 @@ root's code, and is listed after every independent finding.
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional
 
 from .compare import desync_finding
@@ -86,11 +87,76 @@ def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems
     desync = desync_finding(job.timeouts, job.ranks)
     if desync:
         findings.append(dict(desync, count=1))
+        findings.extend(_oom_behind_desync(desync, job))
+    _fingerprint_minority(findings, job)
     roots = _death_findings(job, settle_host)
     root = _own_root(findings, roots) or _setup_root(findings, roots, job)
     if root is not None:
         return _recovered(_around(root, findings, roots), stages)
     return _recovered(_job_root(findings, job, dumps_verdict, ras_problems, settle_host, roots, stages), stages)
+
+
+def _fingerprint_minority(findings: List[dict], job) -> None:
+    """torch's desync check names two ranks' collectives per message; across all of them, the ranks whose
+    collective differs from most ranks' are the odd ones (a node with another config, a rank on another
+    code path): the first collective_desync finding is put on them, with the fields that differ."""
+    groups: Dict[str, List[int]] = {}
+    for rank, printed in job.fingerprints.items():
+        groups.setdefault(printed, []).append(rank)
+    if len(groups) < 2:
+        return
+    ordered = sorted(groups.items(), key=lambda item: len(item[1]))
+    (odd_print, odd), (common_print, common) = ordered[0], ordered[-1]
+    if len(odd) >= len(common):
+        return  # no majority: nothing says which side is odd
+    desyncs = [f for f in findings if f["code"] == "collective_desync"]
+    if not desyncs:
+        return
+    hosts_of = {f["rank"]: f["host"] for f in desyncs if f.get("rank") is not None and f.get("host")}
+    hosts_of.update({rank: info["host"] for rank, info in job.ranks.items() if info.get("host")})
+    hosts = sorted({hosts_of[rank] for rank in odd if rank in hosts_of})
+    mine, theirs = dict(_fields(odd_print)), dict(_fields(common_print))
+    differ = ", ".join(f"{key}={mine.get(key)} where the others have {theirs.get(key)}"
+                       for key in mine if mine.get(key) != theirs.get(key)) or odd_print
+    ranks = sorted(odd)
+    named = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {_span(ranks)}"
+    where = f" on {', '.join(hosts)}" if hosts else ""
+    root = desyncs[0]
+    root.update(host=hosts[0] if len(hosts) == 1 else root["host"], rank=ranks[0] if len(ranks) == 1 else None,
+                cause=f"torch (TORCH_DISTRIBUTED_DEBUG=DETAIL) found the ranks in different collectives (a desync): "
+                      f"{named}{where} call their collective with {differ} ({len(common)} ranks agree on "
+                      f"CollectiveFingerPrint({common_print})): that side runs another configuration or code path")
+
+
+def _fields(printed: str) -> List[tuple]:
+    """"SequenceNumber=7, OpType=X, TensorShape=[1, 2], TensorDtypes=Half" as (key, value) pairs."""
+    return re.findall(r"(\w+)=(\[[^\]]*\]|[^,]+)", printed)
+
+
+def _span(ranks: List[int]) -> str:
+    """[16, 17, 18, 19] -> "16-19"; [3, 5] -> "3, 5"."""
+    if ranks == list(range(ranks[0], ranks[-1] + 1)) and len(ranks) > 2:
+        return f"{ranks[0]}-{ranks[-1]}"
+    return ", ".join(map(str, ranks))
+
+
+def _oom_behind_desync(desync: dict, job) -> List[dict]:
+    """The out-of-step rank's GPU ran out of memory first (a trainer that catches the OOM and skips the
+    step, as fairseq does, calls one collective fewer): that OOM is the rank's own error, the desync its
+    consequence."""
+    host = desync.get("host")
+    for source, origin in job.gpu_oom.items():
+        # The file the out-of-step rank's own timeout came from, or one whose NCCL lines are its host's.
+        if host and (source == desync.get("source") or host in job.source_hosts(source)):
+            quoted = origin["evidence"].strip()[:200]
+            return [dict(origin, code="cuda_oom", severity="error", host=host, rank=desync.get("rank"), count=1,
+                         consequence_of=None,
+                         cause=f"rank {desync.get('rank')} on {host} ran out of GPU memory ({quoted}) and then went out "
+                               f"of step with the other ranks: {desync['cause']}",
+                         fix="lower the memory per GPU (a smaller batch, activation checkpointing, "
+                             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True); a trainer that skips a step after an "
+                             "OOM must skip it on every rank, or stop")]
+    return []
 
 
 def _recovered(findings: List[dict], stages) -> List[dict]:
@@ -297,7 +363,9 @@ def _merge_deaths(job) -> List[dict]:
     for death in job.deaths:
         death = dict(death)
         if death.get("rank") is None and death.get("pid"):
-            host = death.get("host") or job.pid_hosts.get(death["pid"])
+            # The pid's host in the file that reported the death first: two hosts may run the same pid.
+            source = (death.get("origin") or {}).get("source")
+            host = death.get("host") or job.source_pid_host.get((source, death["pid"])) or job.pid_hosts.get(death["pid"])
             rank = job.pid_rank.get((host, death["pid"]))
             if rank is not None:
                 death["rank"] = rank
@@ -305,7 +373,9 @@ def _merge_deaths(job) -> List[dict]:
         key = ("rank", death["rank"]) if death.get("rank") is not None else ("pid", death.get("pid"))
         known = merged.get(key)
         if known is None and death.get("pid"):
-            known = next((m for m in merged.values() if m.get("pid") == death["pid"]), None)
+            known = next((m for m in merged.values() if m.get("pid") == death["pid"]
+                          and (m.get("host") is None or death.get("host") is None or m.get("host") == death.get("host"))),
+                         None)
         if known is None:
             merged[key] = death
         else:
@@ -360,6 +430,16 @@ def _death_finding(death: dict, job, settle_host) -> dict:
                    + (f" ({death['limit']})" if death.get("limit") else ""))
         fix = ("give the job more host memory or use less (smaller batch, fewer data-loader workers, no dataset "
                "held in memory per rank); `dmesg -T | grep -i -e oom -e 'killed process'` shows what was using it")
+    elif sig == 7 and (death.get("origin") or {}).get("source") in job.small_shm:
+        # A bus error in a container whose /dev/shm the banner of the same log calls the 64 MB default:
+        # the shared-memory segment NCCL (or a DataLoader) mapped ran past what /dev/shm holds.
+        banner = job.small_shm[death["origin"]["source"]]
+        return dict(banner, code="shm_too_small", severity="error", host=host, rank=None, count=1,
+                    consequence_of=None,
+                    cause=f"{who}{where}{extra} was killed by signal 7 (SIGBUS) in a container whose /dev/shm is the "
+                          "64 MB default (its banner says so): the shared memory NCCL or a DataLoader mapped ran past it",
+                    fix="give the container more shared memory: `docker run --shm-size=16g` (or `--ipc=host`), on "
+                        "Kubernetes an emptyDir with medium: Memory at /dev/shm")
     elif sig is not None:
         code = "rank_killed"
         how = f"was killed by signal {sig} ({signal_name(sig)})"
