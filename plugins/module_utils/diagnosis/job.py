@@ -150,6 +150,7 @@ class JobEvidence:
         self.small_shm: Dict[str, dict] = {}      # file -> origin of its container's small-/dev/shm banner
         self.gpu_oom: Dict[str, dict] = {}        # file -> origin of its first "CUDA out of memory" line (any logger)
         self.fingerprints: Dict[int, str] = {}    # rank -> its collective as torch's desync check prints it
+        self.networks: Dict[str, set] = {}        # host -> the networks NCCL says it uses ("IB", "Socket", ...)
         self.bus_rank: Dict[tuple, int] = {}      # (host, the GPU's PCI address as a number) -> rank
         self.rank_versions: Dict[int, str] = {}   # rank -> the NCCL version code NCCL's mismatch check names
         self.world = 0
@@ -288,6 +289,8 @@ class JobEvidence:
                 bus = _NCCL_BUS.search(msg)
                 if bus and pci_number(bus.group("bus")) is not None:
                     self.bus_rank.setdefault((host, pci_number(bus.group("bus"))), rank)
+        if "Using network " in msg and host:
+            self.networks.setdefault(host, set()).add(msg.split("Using network ", 1)[1].strip())
         if ("Init COMPLETE" in msg or "Connected all rings" in msg) and host not in self.init_done_hosts:
             self.init_done_hosts[host] = origin()
 

@@ -301,7 +301,7 @@ class _Log:
             stages.torch = True
             # NCCL's lines tell the job and its stages only about communicators and their init.
             if "nranks" in msg or "nRanks" in msg or "Init " in msg or "Connected all" in msg or "Destroy" in msg \
-                    or "Mismatched NCCL version" in msg:
+                    or "Mismatched NCCL version" in msg or "Using network " in msg:
                 origin = partial(_origin, line, source)  # evidence built only for the few lines that matter
                 job.add(line, origin)
                 stages.add(line, origin)

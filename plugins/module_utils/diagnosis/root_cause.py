@@ -200,6 +200,9 @@ def _setup_root(findings: List[dict], roots: List[dict], job) -> Optional[dict]:
     """A setup or program error (NIC, versions, settings, SHM, EFA, GID, a desync) ahead of what it breaks."""
     if any(f["_class"] == 0 for f in roots):
         return None  # a rank killed or crashed: that comes first (the death rules)
+    mixed = _socket_minority(findings, job)
+    if mixed is not None:
+        return mixed
     errors = [f for f in findings if f["severity"] == "error"]
     # A NIC over which every communicator finished init works: later failures are not its doing.
     unconnected = any(f["code"] in CONNECTION_FAILURES or (f["code"] in _INIT_FAILURES and not job.init_done_hosts)
@@ -222,6 +225,27 @@ def _setup_root(findings: List[dict], roots: List[dict], job) -> Optional[dict]:
     setup = sorted((f for f in findings if f["severity"] == "error"
                     and _RANK_OF.get(f["code"], len(PRIORITY)) <= _SETUP_LAST), key=sort_key)
     return _earliest(setup) if setup else None
+
+
+def _socket_minority(findings: List[dict], job) -> Optional[dict]:
+    """Fewer hosts on sockets than on an RDMA network (IB, EFA): the transports do not match, so the
+    hosts' connections fail ("wrong type"); the socket host's own "no device" line is the cause."""
+    only_socket = sorted(host for host, nets in job.networks.items() if nets == {"Socket"})
+    rdma = sorted(host for host, nets in job.networks.items() if nets and "Socket" not in nets)
+    if not only_socket or len(only_socket) >= len(rdma) or not any(f["severity"] == "error" for f in findings):
+        return None
+    missing = sorted((f for f in findings if f["code"] in ("ib_missing", "efa_missing") and f.get("host") in only_socket),
+                     key=sort_key)
+    if not missing:
+        return None
+    root = missing[0]
+    used = ", ".join(sorted({net for host in rdma for net in job.networks[host]}))
+    quoted = re.split(r"NCCL (?:INFO|WARN) ", root.get("evidence") or "", maxsplit=1)[-1].strip()[:100]
+    root.update(severity="error", rank=None,
+                cause=f"{root['cause']} on {', '.join(only_socket)} ({quoted}), while {', '.join(rdma)} use {used}: NCCL's transports "
+                      "differ between the hosts, so their connections fail (NCCL's 'wrong type' or a closed connection); "
+                      "that host's RDMA device is down or not visible")
+    return root
 
 
 def _earliest(candidates: List[dict]) -> dict:

@@ -557,12 +557,14 @@ RULES = (
 # Root causes first, consequences last: the order findings of one severity are listed in.
 PRIORITY = (
     "oom_killed", "cuda_oom", "rank_exception", "launch_failed",
-    "no_socket_interface", "nic_outside_cluster", "loopback_nic", "virtual_nic", "nccl_version_mismatch",
+    # libfabric finding no EFA device makes NCCL fall back to sockets, whose odd addresses follow.
+    "efa_missing", "no_socket_interface", "nic_outside_cluster", "loopback_nic", "virtual_nic", "nccl_version_mismatch",
     "runtime_version_mismatch", "nccl_setting_mismatch",
     "socket_instead_of_ib", "socket_instead_of_efa", "duplicate_gpu", "shm_too_small", "efa_av_insert_failed",
-    "efa_missing", "ib_gid_error", "address_in_use", "collective_desync", "max_wrong",
-    "connect_refused", "connect_timeout", "no_route", "connect_failed", "retry_exceeded",
-    "ib_verbs_failed", "ib_completion_error", "gloo_connect_failed", "rendezvous_connection_error",
+    "ib_gid_error", "address_in_use", "collective_desync", "max_wrong",
+    # A verbs call that failed is why the proxy's connect on that rank failed.
+    "ib_verbs_failed", "connect_refused", "connect_timeout", "no_route", "connect_failed", "retry_exceeded",
+    "ib_completion_error", "gloo_connect_failed", "rendezvous_connection_error",
     "rendezvous_timeout", "collective_timeout", "remote_exited", "nccl_system_error",
     "nccl_internal_error", "cuda_not_initialized", "cuda_error", "test_nccl_failure", "child_failed", "nccl_warning",
     "ib_missing", "ib_disabled", "incomplete_run", "completion_unknown",
