@@ -7,7 +7,8 @@ People keep one log per node under the node's name ("node1.log", "gpu-node-03.tx
 "worker-1-describe.txt", "10.0.0.5.log") or one per rank ("rank3.log"). A name is taken for a host
 only when it has the shape of one: a word with a digit in it ("node1", "vm-2", "ip-10-0-0-5"), an IPv4
 address, or a name the logs themselves give a host. Names of runs and tools ("train.log",
-"slurm-9001.out", "run7.log", "rank0.log", "pretrain-88412-6.out" with a job id) are not hosts.
+"slurm-9001.out", "run7.log", "rank0.log", "pretrain-88412-6.out" with a job id) are not hosts; a host's
+name after a job id is ("train-88713-gpu-n04.out", Slurm's %x-%j-%N).
 """
 
 from __future__ import annotations
@@ -56,6 +57,10 @@ def file_host(source: Optional[str], hosts: Collection[str] = ()) -> Optional[st
     name = "".join(words)
     if name in hosts:
         return name
+    after_job = _JOB_ID.split(name)[-1] if _JOB_ID.search(name) else ""
+    if after_job and (after_job in hosts or _HOST_SHAPE.match(after_job) and not _NOT_HOST.match(after_job)
+                      and "_" not in after_job):
+        return after_job  # Slurm's %x-%j-%N: "train-88713-gpu-n04" is the job's log on gpu-n04
     if not _HOST_SHAPE.match(name) or _NOT_HOST.match(name) or _DATE.search(name) or _JOB_ID.search(name) \
             or "_" in name:
         return None

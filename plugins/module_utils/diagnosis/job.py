@@ -85,6 +85,10 @@ _SMALL_SHM = "SHMEM allocation limit is set to the default"
 # CollectiveFingerPrint(SequenceNumber=7, OpType=_ALLGATHER_BASE, TensorShape=[..], TensorDtypes=BFloat16, ...),
 # but Rank 16 is running collective: CollectiveFingerPrint(...)": each names two ranks' collectives.
 _FINGERPRINT_MARK = "is running collective: CollectiveFingerPrint("
+# torch's c10d when a name does not resolve: "The IPv6 network addresses of (NAME, PORT) cannot be
+# retrieved (gai error: -2 - Name or service not known)".
+_GAI_FAILED = "cannot be retrieved (gai error: -2"
+_GAI_NAME = re.compile(r"network addresses of \((?P<name>[^,()\s]+), ?\d+\) cannot be retrieved \(gai error: -2")
 _FINGERPRINT = re.compile(r"Rank (?P<rank>\d+) is running collective: CollectiveFingerPrint\("
                           r"(?P<print>SequenceNumber=\d+, OpType=\w+(?:, TensorShape=\[[^\]]*\])?"
                           r"(?:, TensorDtypes=[\w, ]+?)?)(?:, TensorDeviceTypes|\))")
@@ -98,7 +102,7 @@ MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on si
            "(exitcode: ", "exits with return code", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL",
            " compiled with CUDA ", "Timed out waiting", "GLOBAL_RANK", "world_rank=", "global_rank_mapping=",
            "spawned with command", ": Test failure", "Missing ranks:", _SMALL_SHM,
-           _FINGERPRINT_MARK) + _RENDEZVOUS_DONE
+           _FINGERPRINT_MARK, _GAI_FAILED) + _RENDEZVOUS_DONE
 # Horovod's stall inspector: "Missing ranks:" then one line per rank that did not submit the tensors
 # the others wait on ("6: [allreduce.fc.bias, ...]").
 _STALLED_RANK = re.compile(r"^\s*(?P<rank>\d+): \[")
@@ -151,6 +155,7 @@ class JobEvidence:
         self.gpu_oom: Dict[str, dict] = {}        # file -> origin of its first "CUDA out of memory" line (any logger)
         self.fingerprints: Dict[int, str] = {}    # rank -> its collective as torch's desync check prints it
         self.networks: Dict[str, set] = {}        # host -> the networks NCCL says it uses ("IB", "Socket", ...)
+        self.unresolved: Dict[str, int] = {}      # name -> how often c10d could not resolve it (gai error -2)
         self.bus_rank: Dict[tuple, int] = {}      # (host, the GPU's PCI address as a number) -> rank
         self.rank_versions: Dict[int, str] = {}   # rank -> the NCCL version code NCCL's mismatch check names
         self.world = 0
@@ -246,6 +251,10 @@ class JobEvidence:
             self._watchdog(line, origin)
         elif "Timed out waiting" in text:
             self._gloo_timeout(line, origin)
+        if _GAI_FAILED in text:
+            found = _GAI_NAME.search(text)
+            if found:
+                self.unresolved[found["name"]] = self.unresolved.get(found["name"], 0) + 1
         if _FINGERPRINT_MARK in text:
             for match in _FINGERPRINT.finditer(text):
                 self.fingerprints.setdefault(int(match["rank"]), match["print"])

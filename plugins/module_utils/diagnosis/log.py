@@ -520,6 +520,17 @@ class _Log:
             if finding.get("_subject_host"):  # about the host the line names (the one SSH could not start on)
                 finding["host"] = finding["_subject_host"]
                 self._host(finding["host"])
+            name = _peer_name(finding.get("_peer"))
+            if finding["code"] == "connect_timeout" and name in self.job.unresolved:
+                # The store's host name never resolved where it was asked: the name is the problem, not a port.
+                asked = finding["host"]
+                finding.update(host=name, rank=None, cause=(
+                    f"{finding['cause']}; {name} does not resolve on {asked} (torch's c10d: gai error -2, Name or "
+                    f"service not known, {self.job.unresolved[name]} time(s)): the name is in no DNS or /etc/hosts "
+                    "the other hosts read (a pod or node name without a DNS record)"),
+                    fix=f"make {name} resolve on every host (a headless Kubernetes service per pod, or /etc/hosts), or "
+                        "give the rendezvous an address instead of a name (MASTER_ADDR, --rdzv_endpoint)")
+                self._host(name)
             if finding["code"] in ("cuda_error", "test_nccl_failure") and finding["rank"] is None:
                 pid = self.job.test_failure_pid.get(finding["host"])  # nccl-tests' " .. HOST pid N: Test failure"
                 finding["rank"] = self.job.pid_rank.get((finding["host"], pid)) if pid else None
@@ -791,3 +802,9 @@ def _dedupe(findings: List[dict]) -> List[dict]:
         else:
             merged[key] = dict(finding, count=finding.get("count", 1))
     return sorted(merged.values(), key=sort_key)
+
+
+def _peer_name(peer) -> Optional[str]:
+    """The host name in a peer as a line wrote it ("(name, 29500)", "name:29500"); None for an address."""
+    found = re.match(r"\(?\s*([A-Za-z][\w.\-]*?)[,:]\s*\d+\)?$", (peer or "").strip())
+    return found.group(1) if found else None

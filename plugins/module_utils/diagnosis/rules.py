@@ -662,6 +662,8 @@ def match_line(text: str, expected_transport: str = "any") -> List[dict]:
             found[-1]["_versions"] = True
         if values.get("subject_host"):  # the line names the host the finding is about (SSH refused it)
             found[-1]["_subject_host"] = values["subject_host"]
+        if match.groupdict().get("peer"):  # as the line wrote it: diagnosis.log asks whether that name resolved
+            found[-1]["_peer"] = match.group("peer")
         if values.get("bus"):  # a GPU's PCI address (an Xid): diagnosis.log finds the rank on it
             found[-1].update(_bus=values["bus"], _xid_pid=values.get("xid_pid") or None)
     return found

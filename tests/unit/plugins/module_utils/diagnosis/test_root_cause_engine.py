@@ -767,3 +767,46 @@ def test_a_silent_rank_is_on_the_host_whose_timed_out_ranks_surround_it():
     assert _host_by_neighbours(9, timeouts) is None            # outside every host's block
     assert _host_by_neighbours(6, [{"rank": 5, "host": "x"}, {"rank": 7, "host": "x"},
                                    {"rank": 4, "host": "y"}, {"rank": 8, "host": "y"}]) is None   # two hosts span it
+
+
+# ---- the sixth pass (tests/samples/failures/w6-*) ----
+
+def test_a_host_name_after_the_job_id_is_the_file_s_host():
+    # Slurm's %x-%j-%N: the job's name, its id, the node.
+    assert file_host("llm-88713-a100-r3n04.out") == "a100-r3n04" and file_host("seg3d-57731-gpu-n11.out") == "gpu-n11"
+    assert file_host("pretrain-88412-6.out") is None and file_host("train-123456-rank3.log") is None
+
+
+def test_a_store_name_that_never_resolved_is_the_host_of_the_timeout():
+    lines = "".join("[W socket.cpp:697] [c10d] The IPv6 network addresses of (pod-b-worker, 43913) cannot be retrieved "
+                    "(gai error: -2 - Name or service not known).\n" for dummy in range(3))
+    text = lines + ("[E socket.cpp:957] [c10d] The client socket has timed out after 600000ms while trying to connect to "
+                    "(pod-b-worker, 43913).\n")
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["host"]) == ("connect_timeout", "pod-b-worker") and "does not resolve" in root["cause"]
+    # Without the resolver's errors a timeout stays where it was reported.
+    assert first(read_nccl_log(text.split("[E ", 1)[0].replace(lines, "") + "[E " + text.split("[E ", 1)[1]))[
+        "host"] != "pod-b-worker"
+
+
+def test_a_sigbus_is_shm_too_small_where_the_container_banner_says_64_mb():
+    banner = "NOTE: The SHMEM allocation limit is set to the default of 64MB.  This may be\n"
+    report = ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+              "Root Cause (first observed failure):\n[0]:\n  time      : 2023-11-09_16:42:25\n  host      : gpu-a08\n"
+              "  rank      : 13 (local_rank: 5)\n  exitcode  : -7 (pid: 5280)\n  error_file: <N/A>\n"
+              "  traceback : Signal 7 (SIGBUS) received by PID 5280\n")
+    assert (first(read_nccl_log(banner + report))["code"], first(read_nccl_log(banner + report))["host"]) == \
+        ("shm_too_small", "gpu-a08")
+    crashed = first(read_nccl_log(report))
+    assert crashed["code"] == "rank_killed" and "a bus error" in crashed["cause"]
+
+
+def test_detail_fingerprints_put_the_desync_on_the_ranks_that_differ_from_most():
+    def fp(rank, shape):
+        return (f"CollectiveFingerPrint(SequenceNumber=4, OpType=ALLREDUCE, TensorShape=[{shape}], TensorDtypes=Float, "
+                f"TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda))")
+    text = "".join(f"[rank{me}]: RuntimeError: Detected mismatch between collectives on ranks. Rank {me} is running "
+                   f"collective: {fp(me, 10)}, but Rank 2 is running collective: {fp(2, 12)}.\n" for me in (0, 1, 3))
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["rank"]) == ("collective_desync", 2)
+    assert "TensorShape=[12] where the others have [10]" in root["cause"] and "3 ranks agree" in root["cause"]
