@@ -45,6 +45,7 @@ from .timeline import line_time
 from .rules import (
     NEEDLES,
     anchors,
+    describe_peer,
     match_line,
     nccl_warning,
     is_virtual,
@@ -520,6 +521,10 @@ class _Log:
             if finding.get("_subject_host"):  # about the host the line names (the one SSH could not start on)
                 finding["host"] = finding["_subject_host"]
                 self._host(finding["host"])
+            if finding["code"] in ("connect_refused", "no_route"):
+                self._refusing_peer(finding)
+            if finding["code"] == "connect_failed" and "Address family not supported" in finding.get("evidence", ""):
+                self._family_setter(finding)
             name = _peer_name(finding.get("_peer"))
             if finding["code"] == "connect_timeout" and name in self.job.unresolved:
                 # The store's host name never resolved where it was asked: the name is the problem, not a port.
@@ -568,6 +573,31 @@ class _Log:
             "lines": self.lines,
             "notes": self.notes + ([nothing] if nothing else []),
         }
+
+    def _refusing_peer(self, finding: dict) -> None:
+        """A refusal or a reject ('no route', ICMP admin-prohibited) comes from the peer: where the logs tie
+        the peer's address to another host of the job (its NCCL interfaces), that host is the finding's."""
+        address = re.match(r"\[?([0-9a-fA-F.:]+?)\]?(?:<\d+>|:\d+)?$", describe_peer(finding.get("_peer") or "").split(" port ")[0])
+        if not address:
+            return
+        owners = sorted({name for name, info in self.hosts.items()
+                         for nics in (info["bootstrap_nics"], info["net_nics"]) for (dummy, where) in nics
+                         if where == address.group(1)})
+        if len(owners) == 1 and owners[0] != finding["host"]:
+            finding.update(host=owners[0], rank=None,
+                           cause=f"{finding['cause']} ({address.group(1)} is {owners[0]}'s, as its NCCL lines show: "
+                                 f"{finding['host']} reported it)")
+
+    def _family_setter(self, finding: dict) -> None:
+        """A socket of a peer's family failed here: the one host whose NCCL_SOCKET_FAMILY differs is the cause."""
+        families = {name: info["env"].get("NCCL_SOCKET_FAMILY") for name, info in self.hosts.items()}
+        setters = sorted(name for name, value in families.items() if value and value != families.get(finding["host"]))
+        if len(setters) == 1 and setters[0] != finding["host"]:
+            asked = finding["host"]
+            finding.update(host=setters[0], rank=None, cause=(
+                f"{finding['cause']}; {setters[0]} sets NCCL_SOCKET_FAMILY={families[setters[0]]} while {asked} "
+                f"{'sets ' + families[asked] if families.get(asked) else 'does not'}: its addresses are of a family the "
+                "others cannot reach"))
 
     def _rank(self, finding: dict, host, label, source) -> Optional[int]:
         """The rank a finding's line belongs to: its label, its NCCL pid, its torchrun report, its file."""

@@ -66,6 +66,14 @@ RULES = (
           "NCCL_SOCKET_IFNAME names no interface that has an address on this host (NCCL 2.27 reports "
           "it as an address of unknown family instead of 'no socket interface found')",
           "set NCCL_SOCKET_IFNAME to the cluster NIC, e.g. NCCL_SOCKET_IFNAME=eth1 (see `ip -br addr`)"),
+    # A peer's address of a family this host cannot open (an IPv6 bootstrap address on an IPv4-only host):
+    # diagnosis.log names the host whose NCCL_SOCKET_FAMILY differs, where one does.
+    _rule("connect_failed", "error", "Address family not supported",
+          r"Socket creation failed : Address family not supported by protocol",
+          "NCCL could not open a socket of the address family a peer advertised (Address family not supported "
+          "by protocol): the hosts use different families (IPv6 on one, IPv4 on the others)",
+          "give every host one address family: unset NCCL_SOCKET_FAMILY (or set it alike everywhere) and pin "
+          "NCCL_SOCKET_IFNAME to a NIC with an address of that family on every host"),
     _rule("no_socket_interface", "error", "Unable to find address for",
           r"Unable to find address for:? (?P<ifname>\S+)",
           "GLOO_SOCKET_IFNAME={ifname} names no interface that has an address on this host",
