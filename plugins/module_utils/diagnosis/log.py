@@ -271,6 +271,7 @@ class _Log:
         self.source_ranks: Dict[str, set] = {}  # source -> up to two ranks its lines name (one file per rank)
         self.runtime: Dict[str, Dict[str, dict]] = {"torch": {}, "CUDA": {}}  # what -> {host or label: {v: origin}}
         self.env_origins: Dict[tuple, dict] = {}  # (host, NCCL_* name) -> origin of a line that set that value
+        self.retried: Dict[str, Dict[str, int]] = {}  # host -> {address: NCCL retry lines refused or unreached}
         self.shared_origins: Dict[tuple, dict] = {}  # a (kind, value) -> the origin of its first line
 
     def add_dump(self, source: str, data: bytes) -> None:
@@ -301,6 +302,11 @@ class _Log:
         if level:
             stages.torch = True
             # NCCL's lines tell the job and its stages only about communicators and their init.
+            if "connect to " in msg and " returned " in msg:  # NCCL's retries name the address the WARN leaves out
+                retried = _RETRIED.search(msg)
+                if retried:
+                    counts = self.retried.setdefault(host, {})
+                    counts[retried["addr"]] = counts.get(retried["addr"], 0) + 1
             if "nranks" in msg or "nRanks" in msg or "Init " in msg or "Connected all" in msg or "Destroy" in msg \
                     or "Mismatched NCCL version" in msg or "Using network " in msg:
                 origin = partial(_origin, line, source)  # evidence built only for the few lines that matter
@@ -577,7 +583,11 @@ class _Log:
     def _refusing_peer(self, finding: dict) -> None:
         """A refusal or a reject ('no route', ICMP admin-prohibited) comes from the peer: where the logs tie
         the peer's address to another host of the job (its NCCL interfaces), that host is the finding's."""
-        address = re.match(r"\[?([0-9a-fA-F.:]+?)\]?(?:<\d+>|:\d+)?$", describe_peer(finding.get("_peer") or "").split(" port ")[0])
+        peer = describe_peer(finding.get("_peer") or "").split(" port ")[0]
+        if not peer:  # the WARN after the retries names no address: the one its host's retries named
+            retried = self.retried.get(finding["host"]) or {}
+            peer = max(retried, key=retried.get) if len(retried) == 1 else ""
+        address = re.match(r"\[?([0-9a-fA-F.:]+?)\]?$", peer)
         if not address:
             return
         owners = sorted({name for name, info in self.hosts.items()
@@ -832,6 +842,10 @@ def _dedupe(findings: List[dict]) -> List[dict]:
         else:
             merged[key] = dict(finding, count=finding.get("count", 1))
     return sorted(merged.values(), key=sort_key)
+
+
+# NCCL's retry lines: "socketPollConnect: connect to 10.0.0.7<45873> returned Connection refused, retrying".
+_RETRIED = re.compile(r"connect to (?P<addr>[0-9a-fA-F.:\[\]]+?)<\d+> returned (?:Connection refused|No route to host)")
 
 
 def _peer_name(peer) -> Optional[str]:

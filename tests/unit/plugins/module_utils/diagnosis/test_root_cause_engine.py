@@ -810,3 +810,26 @@ def test_detail_fingerprints_put_the_desync_on_the_ranks_that_differ_from_most()
     root = first(read_nccl_log(text))
     assert (root["code"], root["rank"]) == ("collective_desync", 2)
     assert "TensorShape=[12] where the others have [10]" in root["cause"] and "3 ranks agree" in root["cause"]
+
+
+def test_a_refused_connection_is_the_host_whose_nccl_lines_hold_that_address():
+    text = ("hpc-g17:1200:1200 [0] NCCL INFO NET/Socket : Using [0]eth1:10.30.0.17<0>\n"
+            "hpc-g16:930:930 [0] NCCL INFO NET/Socket : Using [0]eth1:10.30.0.16<0>\n"
+            + "".join(f"hpc-g16:930:945 [0] NCCL INFO socketPollConnect: connect to 10.30.0.17<45873> returned Connection "
+                      f"refused, retrying ({n}/34) after sleep for {n}00 msec\n" for n in range(1, 4))
+            + "hpc-g16:930:945 [0] misc/socket.cc:484 NCCL WARN socketPollConnect: connect returned Connection refused, "
+              "exceeded error retry count (35)\n")
+    root = first(read_nccl_log(text))
+    assert root["host"] == "hpc-g17" and "10.30.0.17 is hpc-g17's" in root["cause"], root
+    # An address no host's NCCL lines hold stays with the host that reported it.
+    assert first(read_nccl_log(text.replace("10.30.0.17<0>", "10.30.0.99<0>")))["host"] == "hpc-g16"
+
+
+def test_a_socket_family_one_host_forces_is_that_host_s_cause():
+    text = ("dgx-b07:22:22 [0] NCCL INFO NCCL_SOCKET_FAMILY set by environment to AF_INET6\n"
+            "dgx-b07:22:22 [0] NCCL INFO Bootstrap : Using bond0:fd12::17<0>\n"
+            "dgx-b08:11:11 [0] NCCL INFO Bootstrap : Using bond0:10.1.0.18<0>\n"
+            "dgx-b08:11:40 [0] misc/socket.cc:726 NCCL WARN ncclSocketInit: Socket creation failed : Address family "
+            "not supported by protocol\n")
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["host"]) == ("connect_failed", "dgx-b07") and "NCCL_SOCKET_FAMILY=AF_INET6" in root["cause"]
