@@ -301,6 +301,17 @@ def clean(run_dir, launch_id):
     return 0
 
 
+def ready(run_dir, cwd, script, argv):
+    """`probe`, then wait on stdin for the controller's word: the job's settings (a JSON line) start
+    the launcher `argv` as `start` does, an end of input starts nothing. One connection per host does
+    both, so the start costs no second connection and Python start when every host has answered."""
+    probe(run_dir, cwd, script, argv[0] if argv else "")
+    line = sys.stdin.buffer.readline()
+    if not line.strip():
+        return 0
+    return start(run_dir, cwd, json.loads(line), argv)
+
+
 def probe(run_dir, cwd, script, launcher):
     """What launch needs on this host, before anything starts (it writes nothing: a refused launch
     leaves no trace on the host)."""
@@ -321,6 +332,9 @@ def main(argv):
     os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + os.path.expanduser(TOOLS)
     if mode == "probe":
         return probe(argv[1], argv[2], argv[3], argv[4])
+    if mode == "ready":  # RUN_DIR CWD SCRIPT -- LAUNCHER ARGS...; then the job's settings on stdin, or nothing
+        split = argv.index("--")
+        return ready(argv[1], argv[2], argv[3], argv[split + 1:])
     if mode == "start":  # the job's settings come on stdin's next line, as JSON
         split = argv.index("--")
         return start(argv[1], argv[2], json.loads(sys.stdin.buffer.readline()), argv[split + 1:])

@@ -68,6 +68,7 @@ class Launch:
         self.gpu: dict[str, bool] = {}
         self.stall_reported: dict | None = None
         self.need_py_spy: list[LaunchHost] = []
+        self.sessions: dict[str, subprocess.Popen] = {}  # host -> its connection waiting after the probe
 
     # ---- helpers ----
     def mark(self, name: str) -> float:
@@ -129,6 +130,8 @@ class Launch:
             self.stop_all("launch's own error (a bug: please report it with the traceback)")
             self.finish()
             raise
+        finally:
+            self.close_sessions()  # connections still waiting after their probe start nothing
         return self.finish()
 
     def prepare(self) -> bool:
@@ -145,7 +148,7 @@ class Launch:
             if refusal:
                 return self.refuse("refused", refusal)
         script = self.argv[0]
-        results = self.parallel(lambda h: self.call(h, "probe", [self.cwd(h), script, h.launcher]), self.hosts)
+        results = self.parallel(self.open_session, self.hosts)
         unreachable, missing = [], []
         for host, (rc, data, err) in zip(self.hosts, results, strict=True):
             if rc == transport.UNREACHABLE_RC or (rc != 0 and not data):
@@ -158,12 +161,57 @@ class Launch:
             missing += precheck.probe_findings(host.name, data, script, host.launcher, self.cwd(host))
             if not data.get("py_spy"):
                 self.need_py_spy.append(host)
-        if unreachable:
-            return self.refuse("unreachable", unreachable)
-        if missing:
-            return self.refuse("refused", missing)
+        if unreachable or missing:
+            self.close_sessions()
+            return self.refuse("unreachable", unreachable) if unreachable else self.refuse("refused", missing)
         self.mark("probed")
         return True
+
+    def launcher_argv(self, host: LaunchHost) -> list[str]:
+        return [host.launcher, *host.launcher_args, "--nnodes", str(len(self.hosts)), "--node-rank",
+                str(host.node_rank), "--tee", "3", *(["--nproc-per-node", str(self.nproc)] if self.nproc else []),
+                *self.argv]
+
+    def open_session(self, host: LaunchHost, timeout: float = 60):
+        """One connection per host for the probe and the start (hostside `ready`): its probe's answer as
+        call() returns it; the connection then waits for start() or close_sessions()."""
+        args = [self.run_dir(host), self.cwd(host), self.argv[0], "--", *self.launcher_argv(host)]
+        process = subprocess.Popen(transport.host_argv(host, "ready", args, self.control), stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        self.sessions[host.name] = process
+        timer = threading.Timer(timeout, process.kill)
+        timer.start()
+        try:
+            process.stdin.write(self.payload)
+            process.stdin.flush()
+            first = process.stdout.readline()
+        except OSError:
+            first = b""
+        finally:
+            timer.cancel()
+        try:
+            return 0, json.loads(first), ""
+        except ValueError:
+            process.kill()
+            err = process.stderr.read().decode(errors="replace").strip()
+            rc = process.wait()
+            self.sessions.pop(host.name, None)
+            return (124 if rc == -signal.SIGKILL and not err else rc), {}, (
+                err or f"the probe on {host.name} gave no answer within {timeout:g} s")
+
+    def close_sessions(self) -> None:
+        """End every waiting connection without starting anything (the host side sees the end of input)."""
+        for process in self.sessions.values():
+            try:
+                process.stdin.close()
+            except OSError:
+                pass
+        for process in self.sessions.values():
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        self.sessions.clear()
 
     def put_py_spy(self, host: LaunchHost) -> None:
         tool = transport.local_py_spy()
@@ -181,14 +229,19 @@ class Launch:
         return False
 
     def start(self) -> None:
-        nnodes = len(self.hosts)
-
         def start_one(host: LaunchHost):
-            args = [self.cwd(host), "--", host.launcher, *host.launcher_args, "--nnodes", str(nnodes),
-                    "--node-rank", str(host.node_rank), "--tee", "3",
-                    *(["--nproc-per-node", str(self.nproc)] if self.nproc else []), *self.argv]
-            rc, data, err = self.call(host, "start", args, (json.dumps(self.job_env(host)) + "\n").encode())
-            return host, rc, data, err, round(time.time() - self.t0, 3)
+            process = self.sessions.pop(host.name)
+            try:
+                out, err = process.communicate((json.dumps(self.job_env(host)) + "\n").encode(), timeout=60)
+            except (OSError, subprocess.TimeoutExpired) as error:
+                process.kill()
+                out, err = b"", str(error).encode()
+            text = out.decode(errors="replace").strip().splitlines()
+            try:
+                data = json.loads(text[-1]) if text else {}
+            except ValueError:
+                data = {}
+            return host, process.returncode, data, err.decode(errors="replace").strip(), round(time.time() - self.t0, 3)
 
         self.state["status"] = "running"
         for host, rc, data, err, at in self.parallel(start_one, self.hosts):

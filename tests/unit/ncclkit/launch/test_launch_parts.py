@@ -206,3 +206,26 @@ def test_the_recorded_h100_stall_is_named_by_the_diagnosis_engine(tmp_path):
     named = verdict.hang_finding(verdict.diagnose([tmp_path / "forensics.log"]), stall, {0: "sim1", 1: "sim2"})
     assert (named["code"], named["rank"], named["host"]) == ("hang_in_collective", 1, "sim2")
     assert "stopped" in named["cause"] and "RAS" in named["cause"]
+
+
+def test_ready_probes_then_starts_only_on_the_controllers_word(tmp_path):
+    local = LaunchHost(name="sim1", node_rank=0, address="localhost", connection="local", python=sys.executable)
+    run_dir = tmp_path / "run"
+    marker = tmp_path / "started"
+    argv = [str(run_dir), str(tmp_path), "train.py", "--", sys.executable, "-c",
+            f"open({str(marker)!r}, 'w').write('x')"]
+    (tmp_path / "train.py").write_text("")
+
+    def ready(word: bytes):
+        done = subprocess.run(transport.host_argv(local, "ready", argv, Path("/tmp")),
+                              input=transport.script_payload() + word, capture_output=True, timeout=60, check=True)
+        return [json.loads(line) for line in done.stdout.decode().splitlines()]
+
+    refused = ready(b"")   # the end of input: a refused launch starts nothing and writes nothing
+    assert len(refused) == 1 and refused[0]["script"] and refused[0]["launcher"] and not run_dir.exists()
+    probe, started = ready(b'{"NCCLKIT_LAUNCH_ID": "x"}\n')
+    assert probe == refused[0] and started["pid"] > 0
+    deadline = time.time() + 20
+    while not (run_dir / "rc").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    assert marker.exists() and (run_dir / "rc").read_text() == "0"
