@@ -67,6 +67,16 @@ _NOT_OWN_WORDS = ("ProcessGroup", "Watchdog", "TCPStore", "c10d", "closed by pee
                   # torch's monitored barrier (TORCH_DISTRIBUTED_DEBUG=DETAIL) names another rank as late
                   "monitoredBarrier", "monitored_barrier")
 _OOM_WORDS = ("CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", "CUDA error: out of memory")
+# The GPU or its driver refusing the rank (a busy or missing device, a driver that does not match the
+# CUDA libraries): the rank's own CUDA error, a fault of the host rather than of the program.
+# (A kernel's own fault, a device-side assert or an illegal access, stays the program's: rank_exception.)
+_CUDA_WORDS = ("cudaGetDeviceCount", "CUDA driver version is insufficient", "CUDA-capable device",
+               "invalid device ordinal", "No CUDA GPUs are available", "CUDA driver initialization failed",
+               "unsupported display driver")
+FIX_CUDA = ("look at that host's GPU and driver: `nvidia-smi` (a process still holding the GPU, a GPU missing, "
+            "the compute mode), `dmesg -T | grep -i -e xid -e nvrm`, and that the driver matches the CUDA the job "
+            "loads (error 803 and 'driver version is insufficient' mean it does not: reboot after a driver update, or "
+            "load the matching libraries); the other ranks' errors follow from it")
 
 FIX_EXCEPTION = ("fix the program where the traceback of that rank points (the last `File ..., line N` above "
                  "the exception); the errors of the other ranks (connection closed by peer, NCCL or Gloo "
@@ -77,10 +87,12 @@ FIX_OOM = ("that GPU ran out of memory in this rank: lower the batch size (or se
 
 
 def classify(exc_type: str, message: str) -> Optional[str]:
-    """cuda_oom, rank_exception, or None for an exception that reports someone else's failure."""
+    """cuda_oom, cuda_error, rank_exception, or None for an exception that reports someone else's failure."""
     text = f"{exc_type}: {message}"
     if any(word in text for word in _OOM_WORDS):
         return "cuda_oom"
+    if any(word in text for word in _CUDA_WORDS) and not _NOT_OWN_NAMES.search(text):
+        return "cuda_error"
     if exc_type.rsplit(".", 1)[-1] in _NOT_OWN_TYPES or any(word in text for word in _NOT_OWN_WORDS) \
             or _NOT_OWN_NAMES.search(text):
         return None
@@ -164,5 +176,8 @@ def exception_finding(code: str, exc_type: str, message: str, frame: Optional[st
     if code == "cuda_oom":
         return finding("cuda_oom", "error", f"CUDA out of memory in a rank{where}: {quoted}", FIX_OOM,
                        exception=quoted)
+    if code == "cuda_error":
+        return dict(finding("cuda_error", "error", f"a CUDA error in the rank's own Python exception{where}: {quoted}",
+                            FIX_CUDA, exception=quoted), _own=True)
     return finding("rank_exception", "error", f"the rank's own Python exception{where}: {quoted}", FIX_EXCEPTION,
                    exception=quoted)

@@ -88,6 +88,10 @@ _FINGERPRINT_MARK = "is running collective: CollectiveFingerPrint("
 # torch's c10d when a name does not resolve: "The IPv6 network addresses of (NAME, PORT) cannot be
 # retrieved (gai error: -2 - Name or service not known)".
 _GAI_FAILED = "cannot be retrieved (gai error: -2"
+# submitit's first line in each task's log: "Starting with JobEnvironment(job_id=93112, hostname=a100-n07,
+# local_rank=0(4), node=0(2), global_rank=0(8))": the host and rank of that task's files (.out and .err).
+_SUBMITIT_MARK = "Starting with JobEnvironment("
+_SUBMITIT = re.compile(r"hostname=(?P<host>[^,\s)]+).*?global_rank=(?P<rank>\d+)")
 _GAI_NAME = re.compile(r"network addresses of \((?P<name>[^,()\s]+), ?\d+\) cannot be retrieved \(gai error: -2")
 _FINGERPRINT = re.compile(r"Rank (?P<rank>\d+) is running collective: CollectiveFingerPrint\("
                           r"(?P<print>SequenceNumber=\d+, OpType=\w+(?:, TensorShape=\[[^\]]*\])?"
@@ -102,7 +106,7 @@ MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on si
            "(exitcode: ", "exits with return code", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL",
            " compiled with CUDA ", "Timed out waiting", "GLOBAL_RANK", "world_rank=", "global_rank_mapping=",
            "spawned with command", ": Test failure", "Missing ranks:", _SMALL_SHM,
-           _FINGERPRINT_MARK, _GAI_FAILED) + _RENDEZVOUS_DONE
+           _FINGERPRINT_MARK, _GAI_FAILED, _SUBMITIT_MARK) + _RENDEZVOUS_DONE
 # Horovod's stall inspector: "Missing ranks:" then one line per rank that did not submit the tensors
 # the others wait on ("6: [allreduce.fc.bias, ...]").
 _STALLED_RANK = re.compile(r"^\s*(?P<rank>\d+): \[")
@@ -156,6 +160,7 @@ class JobEvidence:
         self.fingerprints: Dict[int, str] = {}    # rank -> its collective as torch's desync check prints it
         self.networks: Dict[str, set] = {}        # host -> the networks NCCL says it uses ("IB", "Socket", ...)
         self.unresolved: Dict[str, int] = {}      # name -> how often c10d could not resolve it (gai error -2)
+        self.task_files: Dict[str, tuple] = {}    # a task's file stem -> (host, rank) its launcher announced
         self.bus_rank: Dict[tuple, int] = {}      # (host, the GPU's PCI address as a number) -> rank
         self.rank_versions: Dict[int, str] = {}   # rank -> the NCCL version code NCCL's mismatch check names
         self.world = 0
@@ -251,6 +256,10 @@ class JobEvidence:
             self._watchdog(line, origin)
         elif "Timed out waiting" in text:
             self._gloo_timeout(line, origin)
+        if _SUBMITIT_MARK in text:
+            found = _SUBMITIT.search(text)
+            if found:
+                self.task_files.setdefault(file_stem(origin().get("source")), (found["host"], int(found["rank"])))
         if _GAI_FAILED in text:
             found = _GAI_NAME.search(text)
             if found:
@@ -490,6 +499,11 @@ class JobEvidence:
             if local < len(ranks):
                 self.pid_rank.setdefault((host, pid), ranks[local])
                 self.pid_hosts.setdefault(pid, host)
+
+
+def file_stem(source) -> str:
+    """A task's files share a stem: "93112_0_log.out" and "93112_0_log.err" are one task's."""
+    return re.sub(r"\.(?:out|err|log|txt)(?:\.gz)?$", "", str(source or ""))
 
 
 def _pid(line) -> Optional[str]:

@@ -59,7 +59,7 @@ from .rules import (
 from .compare import dumps_desync_finding
 from .file_names import file_host, file_rank
 from .flight_recorder import FlightRecorderError, compare_dumps, dumps_desync, looks_like_pickle, read_dump
-from .job import pci_number, MARKERS as JOB_MARKERS
+from .job import file_stem, pci_number, MARKERS as JOB_MARKERS
 from .job import JobEvidence
 from .lines import (
     MAX_BYTES,
@@ -267,6 +267,7 @@ class _Log:
         self.label_pids: Dict[str, tuple] = {}  # launcher label -> (host, pid) of its NCCL lines
         self.last_line: Optional[Line] = None
         self.last_source = ""
+        self.sources: List[str] = []  # every file read, in order
         self.stages = Stages()
         self.source_ranks: Dict[str, set] = {}  # source -> up to two ranks its lines name (one file per rank)
         self.runtime: Dict[str, Dict[str, dict]] = {"torch": {}, "CUDA": {}}  # what -> {host or label: {v: origin}}
@@ -296,6 +297,8 @@ class _Log:
     def add(self, source: str, line: Line) -> None:
         self.lines += 1
         self.last_line = line
+        if source != self.last_source and source not in self.sources:
+            self.sources.append(source)
         self.last_source = source
         dummy, text, label, host, level, msg, dummy = line
         stages, job = self.stages, self.job
@@ -475,6 +478,13 @@ class _Log:
             if death.get("how") == "torchrun" and death.get("host") and source and not self.source_hosts.get(source):
                 self.source_hosts[source] = {death["host"]}
                 self._host(death["host"])
+        # A task launcher's announcement (submitit) names the host and rank of that task's files.
+        for source in self.sources:
+            task = self.job.task_files.get(file_stem(source))
+            if task and not self.source_hosts.get(source):
+                self.source_hosts[source] = {task[0]}
+                self.source_ranks.setdefault(source, set()).add(task[1])
+                self._host(task[0])
         fallback = next(iter(self.hosts)) if len(self.hosts) == 1 else default_host
 
         def settle(label, source=None):
@@ -494,7 +504,7 @@ class _Log:
                          rank=self._rank(finding, host, finding.get("_label", label), source))
                     for (dummy, host, label, source, dummy), finding in self.pending.items()]
         for finding in findings:
-            if finding["code"] in ("rank_exception", "cuda_oom") and finding["rank"] is None:
+            if _own_exception(finding) and finding["rank"] is None:
                 finding["rank"] = self._failed_rank(finding["source"])
                 if finding["rank"] is not None and finding["host"] in (UNKNOWN_HOST, default_host):
                     finding["host"] = self._rank_host(finding["rank"]) or finding["host"]
@@ -504,7 +514,17 @@ class _Log:
                 if finding["rank"] is None and pid:
                     finding["rank"] = job.pid_rank.get((finding["host"], pid),
                                                        job.pid_rank.get((job.pid_hosts.get(pid), pid)))
-        unranked = [f for f in findings if f["code"] in ("rank_exception", "cuda_oom") and f["rank"] is None]
+                if finding["rank"] is None and pid:  # the launcher's report of that pid's exit names its rank
+                    finding["rank"] = next((d["rank"] for d in job.deaths if d.get("pid") == pid
+                                            and d.get("rank") is not None
+                                            and d.get("host") in (None, finding["host"])), None)
+        # Xids of one GPU are one fault: one that names its process's rank names it for the others.
+        bus_ranks = {(f["host"], pci_number(f["_bus"])): f["rank"] for f in findings
+                     if f.get("_bus") and f["rank"] is not None}
+        for finding in findings:
+            if finding.get("_bus") and finding["rank"] is None:
+                finding["rank"] = bus_ranks.get((finding["host"], pci_number(finding["_bus"])))
+        unranked = [f for f in findings if _own_exception(f) and f["rank"] is None]
         for finding in unranked:
             finding["rank"] = self._quiet_rank(finding["host"])
             if finding["rank"] is None and len(unranked) == 1:
@@ -512,7 +532,7 @@ class _Log:
             if finding["rank"] is not None and finding["host"] in (UNKNOWN_HOST, default_host):
                 finding["host"] = self._rank_host(finding["rank"]) or finding["host"]
         for finding in findings:
-            if finding["code"] in ("rank_exception", "cuda_oom"):
+            if _own_exception(finding):
                 finding["cause"] = _who(finding) + finding["cause"]
         odd = self.job.odd_version()
         for finding in findings:
@@ -852,3 +872,8 @@ def _peer_name(peer) -> Optional[str]:
     """The host name in a peer as a line wrote it ("(name, 29500)", "name:29500"); None for an address."""
     found = re.match(r"\(?\s*([A-Za-z][\w.\-]*?)[,:]\s*\d+\)?$", (peer or "").strip())
     return found.group(1) if found else None
+
+
+def _own_exception(finding: dict) -> bool:
+    """A rank's own Python exception (diagnosis.exceptions): it is placed on the rank that raised it."""
+    return finding["code"] in ("rank_exception", "cuda_oom") or (finding["code"] == "cuda_error" and "exception" in finding)

@@ -384,8 +384,25 @@ def _death_findings(job, settle_host) -> List[dict]:
 def _merge_deaths(job) -> List[dict]:
     """One record per dead rank (or pid), combining what mpirun, torchrun and the kernel said."""
     merged: Dict[tuple, dict] = {}
+    # Where torchrun's report names ranks on a node, srun's task there is that node's launcher (one
+    # torchrun a node), not a global rank: its verdict (an OOM kill) goes to the node's one dead rank.
+    reported: Dict[str, List[dict]] = {}
     for death in job.deaths:
+        if death.get("how") == "torchrun" and death.get("rank") is not None and death.get("host"):
+            reported.setdefault(death["host"], []).append(death)
+    oom_ranks, deaths = set(), []
+    for death in job.deaths:
+        on_node = reported.get(death.get("node")) if death.get("how") == "srun" else None
+        if on_node:
+            if len(on_node) == 1 and death.get("oom"):
+                oom_ranks.add((on_node[0]["host"], on_node[0]["rank"]))
+                continue
+            death = dict(death, rank=None)
+        deaths.append(death)
+    for death in deaths:
         death = dict(death)
+        if death.get("how") == "torchrun" and (death.get("host"), death.get("rank")) in oom_ranks:
+            death["oom"] = True
         if death.get("rank") is None and death.get("pid"):
             # The pid's host in the file that reported the death first: two hosts may run the same pid.
             source = (death.get("origin") or {}).get("source")
@@ -435,7 +452,8 @@ def _place_oom_kills(deaths: List[dict], job) -> List[dict]:
 def _death_finding(death: dict, job, settle_host) -> dict:
     rank = death.get("rank")
     nccl = job.ranks.get(rank) if rank is not None else None
-    named = (nccl or {}).get("host") or death.get("host") or death.get("node")
+    # A pod's host name is the pod's (what its own lines carry), not the Kubernetes node it ran on.
+    named = (nccl or {}).get("host") or death.get("host") or death.get("pod") or death.get("node")
     host = settle_host(named)
     who = f"rank {rank}" if rank is not None else f"pod {death['pod']}" if death.get("pod") else \
         f"pid {death['pid']}" if death.get("pid") else "a worker process (its launcher names no rank or pid)"

@@ -88,8 +88,8 @@ RULES = (
           "`python -c 'import torch; print(torch.cuda.nccl.version())'` and `ldconfig -p | grep nccl` on each"),
     _rule("duplicate_gpu", "error", "Duplicate GPU detected",
           r"Duplicate GPU detected : rank (?P<rank>\d+) and rank (?P<other>\d+) both on CUDA device (?P<bus>\w+)",
-          "ranks {rank} and {other} run on the same GPU (bus id {bus}): more processes on this host than "
-          "GPUs, or the processes do not each select their own GPU",
+          "ranks {rank} and {other} run on the same GPU (bus id {bus}; NCCL: Duplicate GPU detected): more "
+          "processes on this host than GPUs, or the processes do not each select their own GPU",
           "start one process per GPU (torchrun --nproc_per_node = GPUs per host) and call "
           "torch.cuda.set_device(LOCAL_RANK) before init_process_group; to simulate several nodes on one "
           "GPU give each rank its own NCCL_HOSTID"),
@@ -494,6 +494,16 @@ RULES = (
           "it, or an IMEX channel not granted)",
           "NCCL_NVLS_ENABLE=0 turns it off (NCCL uses the other algorithms); check `nvidia-smi -q | grep -i "
           "fabric` and that the Fabric Manager runs"),
+    # NCCL 2.28+ fails where 2.27 went on without NVLS ("... Proceeding without NVLS support." at INFO).
+    _rule("cuda_error", "error", "Failed to bind NVLink SHARP",
+          r"NCCL WARN Failed to bind NVLink SHARP \(NVLS\) Multicast memory[^:]*: CUDA error (?P<code>\d+) "
+          r"'(?P<error>[^']*)'(?!.*Proceeding without)",
+          "NCCL could not bind NVLink SHARP (NVLS) multicast memory on this host (CUDA error {code}, {error}): the "
+          "NVSwitch multicast it needs is in a bad state or refused (the Fabric Manager restarted or failed, a "
+          "driver without it), and this NCCL stops instead of going on without NVLS",
+          "NCCL_NVLS_ENABLE=0 lets the job run without NVLS; check `nvidia-smi -q | grep -i -A2 fabric` and the "
+          "Fabric Manager's log on this host, and reset the GPUs (or reboot) after a Fabric Manager restart",
+          own=True),
     _rule("cuda_error", "error", ("Cuda failure", "unhandled cuda error", "Test CUDA failure"),
           r"Cuda failure (?P<error>.+)|unhandled cuda error|Test CUDA failure",
           "a CUDA call failed inside NCCL: a driver/CUDA mismatch, a GPU fault (see Xid in dmesg), or a "
