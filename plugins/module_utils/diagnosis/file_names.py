@@ -25,7 +25,8 @@ _TOOL_WORDS = frozenset(("torchrun", "journal", "journalctl", "dmesg", "kernel",
                          "worker", "launcher", "ras"))
 _CUT_WORDS = frozenset(("dmesg", "journal", "journalctl", "syslog", "kernel", "describe", "torchrun", "launcher",
                         "nvidia", "ras"))
-_LEADING_TOOL_WORDS = frozenset(("kubectl", "logs", "log", "describe", "dmesg", "journalctl", "nvidia", "smi"))
+_LEADING_TOOL_WORDS = frozenset(("kubectl", "logs", "log", "describe", "dmesg", "journalctl", "nvidia", "smi",
+                                 "cloud", "logging"))
 _TOOL_RANK = re.compile(r"^(?:local)?rank\d+$", re.I)
 _HOST_SHAPE = re.compile(r"^(?:[a-z][a-z0-9\-]*\d[a-z0-9\-]*(?:\.[a-z][a-z0-9\-]*)*|\d{1,3}(?:\.\d{1,3}){3})$", re.I)
 # A word and a number only, where the word names a run, a device or a part rather than a machine.
@@ -57,7 +58,8 @@ def file_host(source: Optional[str], hosts: Collection[str] = ()) -> Optional[st
     # "node3-torchrun", "worker-1-describe", "node0_rank1", "gpu-n07-dmesg-T": drop the tool and rank
     # words (and a tool's one-letter flag) after the name.
     while len(words) > 2 and (words[-1].lower() in _TOOL_WORDS or _TOOL_RANK.match(words[-1])
-                              or len(words) > 4 and len(words[-1]) == 1 and words[-3].lower() in _TOOL_WORDS):
+                              or len(words) > 4 and len(words[-1]) == 1 and words[-1].isalpha()
+                              and words[-3].lower() in _TOOL_WORDS):
         del words[-2:]
     # "gpu-e02-dmesg-xid", "node2-journalctl-k-since-boot": everything from a tool's name on.
     cut = next((i for i in range(2, len(words), 2) if words[i].lower() in _CUT_WORDS), None)

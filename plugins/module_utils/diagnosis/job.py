@@ -91,6 +91,9 @@ _GAI_FAILED = "cannot be retrieved (gai error: -2"
 # submitit's first line in each task's log: "Starting with JobEnvironment(job_id=93112, hostname=a100-n07,
 # local_rank=0(4), node=0(2), global_rank=0(8))": the host and rank of that task's files (.out and .err).
 _SUBMITIT_MARK = "Starting with JobEnvironment("
+# torchrun's agent told to stop from outside (a scheduler's cancel, a preemption, a node shutdown):
+# "Received Signals.SIGTERM death signal, shutting down workers".
+_TERM_MARK = "death signal, shutting down workers"
 _SUBMITIT = re.compile(r"hostname=(?P<host>[^,\s)]+).*?global_rank=(?P<rank>\d+)")
 _GAI_NAME = re.compile(r"network addresses of \((?P<name>[^,()\s]+), ?\d+\) cannot be retrieved \(gai error: -2")
 _FINGERPRINT = re.compile(r"Rank (?P<rank>\d+) is running collective: CollectiveFingerPrint\("
@@ -106,7 +109,8 @@ MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on si
            "(exitcode: ", "exits with return code", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL",
            " compiled with CUDA ", "Timed out waiting", "GLOBAL_RANK", "world_rank=", "global_rank_mapping=",
            "spawned with command", ": Test failure", "Missing ranks:", _SMALL_SHM,
-           _FINGERPRINT_MARK, _GAI_FAILED, _SUBMITIT_MARK) + _RENDEZVOUS_DONE
+           _FINGERPRINT_MARK, _GAI_FAILED, _SUBMITIT_MARK, "Pending", "Failed to pull image",
+           "FailedScheduling", _TERM_MARK, " DUE TO PREEMPTION") + _RENDEZVOUS_DONE
 # Horovod's stall inspector: "Missing ranks:" then one line per rank that did not submit the tensors
 # the others wait on ("6: [allreduce.fc.bias, ...]").
 _STALLED_RANK = re.compile(r"^\s*(?P<rank>\d+): \[")
@@ -161,6 +165,9 @@ class JobEvidence:
         self.networks: Dict[str, set] = {}        # host -> the networks NCCL says it uses ("IB", "Socket", ...)
         self.unresolved: Dict[str, int] = {}      # name -> how often c10d could not resolve it (gai error -2)
         self.task_files: Dict[str, tuple] = {}    # a task's file stem -> (host, rank) its launcher announced
+        self.pending_pods: Dict[str, dict] = {}   # `kubectl describe pod` of a pod still Pending -> {origin, pull, why}
+        self.terminated: List[dict] = []          # origins of launchers told to stop from outside (SIGTERM)
+        self.preempted: Optional[dict] = None     # origin of Slurm's "CANCELLED AT ... DUE TO PREEMPTION"
         self.bus_rank: Dict[tuple, int] = {}      # (host, the GPU's PCI address as a number) -> rank
         self.rank_versions: Dict[int, str] = {}   # rank -> the NCCL version code NCCL's mismatch check names
         self.world = 0
@@ -235,7 +242,8 @@ class JobEvidence:
                 self.pid_rank.setdefault((host, worker["pid"]), int(worker["rank"]))
         if self._in_report or "ChildFailedError" in text or _REPORT_ROOT in text:
             self._child_block(text, origin)
-        if "OOMKilled" in text or text.startswith(("Name:", "Node:")) or ("memory:" in text and self._pod):
+        if "OOMKilled" in text or text.startswith(("Name:", "Node:")) or ("memory:" in text and self._pod) \
+                or (self._pod and ("Pending" in text or "Failed to pull image" in text or "FailedScheduling" in text)):
             self._kubernetes(text, origin)
         if "Process name: [[" in text or (self._mpi_rank is not None and "Exit code:" in text):
             self._mpi_exit(text, origin)
@@ -256,6 +264,10 @@ class JobEvidence:
             self._watchdog(line, origin)
         elif "Timed out waiting" in text:
             self._gloo_timeout(line, origin)
+        if _TERM_MARK in text and "SIGTERM" in text:
+            self.terminated.append(origin())
+        if " DUE TO PREEMPTION" in text and self.preempted is None:
+            self.preempted = origin()
         if _SUBMITIT_MARK in text:
             found = _SUBMITIT.search(text)
             if found:
@@ -359,6 +371,16 @@ class JobEvidence:
             self._pod["node"] = stripped[5:].strip().split("/", 1)[0]
         elif stripped.startswith("memory:") and self._pod is not None and self._pod.get("death"):
             self._pod["death"].setdefault("limit", f"memory limit {stripped[7:].strip()}")
+        elif stripped.startswith("Status:") and stripped[7:].strip() == "Pending" and self._pod.get("pod"):
+            self.pending_pods.setdefault(self._pod["pod"], {"origin": origin(), "pull": "", "why": ""})
+        elif self._pod.get("pod") in self.pending_pods and ("Failed to pull image" in text or "FailedScheduling" in text):
+            pending = self.pending_pods[self._pod["pod"]]
+            said = re.split(r"kubelet\s+|volcano\s+|default-scheduler\s+", stripped, maxsplit=1)[-1]
+            said = said if len(said) <= 300 else f"{said[:120]} ... {said[-170:]}"  # the reason is at the end
+            if "Failed to pull image" in text and not pending["pull"]:
+                pending["pull"] = said
+            elif "FailedScheduling" in text:
+                pending["why"] = said
         elif "OOMKilled" in text:
             pod = self._pod or {}
             death = {"how": "kube", "oom": True, "signal": 9, "pod": pod.get("pod"), "node": pod.get("node"),

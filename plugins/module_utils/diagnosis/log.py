@@ -547,8 +547,17 @@ class _Log:
             if finding.get("_subject_host"):  # about the host the line names (the one SSH could not start on)
                 finding["host"] = finding["_subject_host"]
                 self._host(finding["host"])
+                if finding.get("_subject_pid"):
+                    finding["rank"] = self.job.pid_rank.get((finding["host"], finding["_subject_pid"]))
             if finding["code"] in ("connect_refused", "no_route"):
                 self._refusing_peer(finding)
+            if finding["code"] == "launch_failed" and "pyxis" in finding.get("evidence", "") \
+                    and finding["host"] in (UNKNOWN_HOST, default_host):
+                # The task failure srun reports next in the same file names the node.
+                finding["host"] = next((d["node"] for d in self.job.deaths if d.get("how") == "srun" and d.get("node")
+                                        and (d.get("origin") or {}).get("source") == finding.get("source")
+                                        and ((d.get("origin") or {}).get("line") or 0) > (finding.get("line") or 0)),
+                                       finding["host"])
             if finding["code"] == "connect_failed" and "Address family not supported" in finding.get("evidence", ""):
                 self._family_setter(finding)
             name = _peer_name(finding.get("_peer"))

@@ -21,8 +21,9 @@ import re
 from typing import Dict, List, Optional
 
 from .compare import desync_finding
+from .file_names import file_host
 from .rules import FIX_NIC, FIX_PORTS, PRIORITY, sort_key
-from .job import STUCK_STATES, signal_name
+from .job import STUCK_STATES, file_stem, signal_name
 from .timeline import earlier
 
 _RANK_OF = {code: index for index, code in enumerate(PRIORITY)}
@@ -90,10 +91,63 @@ def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems
         findings.extend(_oom_behind_desync(desync, job))
     _fingerprint_minority(findings, job)
     roots = _death_findings(job, settle_host)
-    root = _own_root(findings, roots) or _setup_root(findings, roots, job)
+    root = _own_root(findings, roots) or _setup_root(findings, roots, job) or _stopped_from_outside(findings, job)
     if root is not None:
-        return _recovered(_around(root, findings, roots), stages)
-    return _recovered(_job_root(findings, job, dumps_verdict, ras_problems, settle_host, roots, stages), stages)
+        return _pending_pod(_recovered(_around(root, findings, roots), stages), job)
+    return _pending_pod(_recovered(_job_root(findings, job, dumps_verdict, ras_problems, settle_host, roots, stages),
+                                   stages), job)
+
+
+def _stopped_from_outside(findings: List[dict], job) -> Optional[dict]:
+    """The job was stopped by its scheduler (Slurm's preemption) or one node's launcher was told to stop
+    (SIGTERM) before any error: the others' errors follow from that, not from the network."""
+    if job.preempted is not None:
+        return dict(job.preempted, code="rank_killed", severity="error", host=None, rank=None, count=1,
+                    consequence_of=None, cause="Slurm stopped the job: its allocation was taken for another job "
+                    "(preemption); every rank got SIGTERM, and the errors after it follow from that",
+                    fix="run in a partition or QOS that is not preempted, or make the job checkpoint and requeue on "
+                        "SIGTERM (`#SBATCH --requeue`, a signal handler that saves)")
+    if not job.terminated:
+        return None
+    first = min(job.terminated, key=lambda o: (o.get("time") is None, o.get("time") or 0))
+    errors = [f for f in findings if f["severity"] == "error" and f.get("time") is not None]
+    if first.get("time") is None or any(earlier(f["time"], first["time"]) for f in errors):
+        return None  # an error came first: the SIGTERM is the job being stopped after it
+    host = file_host(first.get("source"))
+    return dict(first, code="rank_killed", severity="error", host=host, rank=None, count=1, consequence_of=None,
+                cause=f"torchrun on {host or 'one node'} received SIGTERM before any rank failed (the node or the "
+                      "job was stopped from outside: a preemption, a node shutdown or drain, a cancel), and the other "
+                      "ranks' errors follow from its ranks' exit",
+                fix="look at why that node was stopped (the cloud's preemption or maintenance events, `kubectl "
+                    "describe pod`, the scheduler's log); for spot or preemptible nodes checkpoint often and restart "
+                    "the job on a fresh node")
+
+
+# Failures of ranks that wait for a node that never came.
+_NEVER_JOINED = frozenset(("hang_in_rendezvous", "rendezvous_timeout", "rendezvous_connection_error", "connect_timeout"))
+
+
+def _pending_pod(findings: List[dict], job) -> List[dict]:
+    """A pod `kubectl describe` shows still Pending is the node the others waited for at the rendezvous:
+    never scheduled (the cause is its scheduling events), or its image could not be pulled (a launch
+    failure, with the kubelet's words)."""
+    root = findings[0] if findings and findings[0]["severity"] == "error" else None
+    if root is None or root["code"] not in _NEVER_JOINED or len(job.pending_pods) != 1:
+        return findings
+    pod, pending = next(iter(job.pending_pods.items()))
+    if pending["pull"]:
+        root.update(code="launch_failed", host=pod, rank=None,
+                    cause=f"pod {pod} never started (Pending): its image could not be pulled: {pending['pull']}; the "
+                          f"other ranks waited for it ({root['code']})",
+                    fix="free the node's disk or fix the image reference and registry access (`kubectl describe pod` "
+                        "events), then restart the job")
+    else:
+        root.update(host=pod, rank=None,
+                    cause=f"{root['cause']}; pod {pod} is Pending (never scheduled"
+                          + (f": {pending['why']}" if pending["why"] else "") + ")",
+                    fix="give the job the resources every pod needs at once (GPUs, node selector, a gang-scheduling "
+                        "minimum it can reach), or fewer nodes; `kubectl describe pod` shows why it is not scheduled")
+    return findings
 
 
 def _fingerprint_minority(findings: List[dict], job) -> None:
@@ -167,8 +221,10 @@ def _recovered(findings: List[dict], stages) -> List[dict]:
     if not ends:
         return findings
     for finding in findings:
-        # The end in the finding's own file, by line; else any file's, by the clocks.
-        end = ends.get(finding.get("source")) or max(ends.values(), key=lambda e: e.get("time") or 0)
+        # The end in the finding's own file (or its task's other file), by line; else any file's, by the clocks.
+        stem = file_stem(finding.get("source"))
+        end = ends.get(finding.get("source")) or next((e for where, e in ends.items() if file_stem(where) == stem), None) \
+            or max(ends.values(), key=lambda e: e.get("time") or 0)
         if finding["severity"] == "error" and _before(finding, end):
             finding.update(severity="warning", consequence_of=None,
                            cause=f"recovered (the job went on and finished after it: {end['evidence'][:120]}): "
@@ -180,6 +236,9 @@ def _before(finding: dict, end: dict) -> bool:
     """Whether the finding's line came before `end`: in the same file by line, else by the clocks."""
     if finding.get("source") and finding.get("source") == end.get("source") and finding.get("line") and end.get("line"):
         return finding["line"] < end["line"]
+    if finding.get("source") and file_stem(finding["source"]) == file_stem(end.get("source")) \
+            and not earlier(end.get("time"), finding.get("time")):
+        return True  # a task's other file (its .err beside the .out that says it completed): nothing comes after
     return earlier(finding.get("time"), end.get("time"))
 
 

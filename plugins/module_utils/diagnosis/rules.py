@@ -200,6 +200,23 @@ RULES = (
           "SSH could not reach a host of the job ({quoted}): the launcher could not start the program there",
           "check that the host name resolves on the launching host and that port 22 is open between the hosts "
           "(`ssh HOST true`); the hostfile must name the hosts by names or addresses they answer on"),
+    # Ray's memory monitor killed a worker: the node's address and the worker's pid (its rank from Ray's table).
+    _rule("oom_killed", "error", "where the task",
+          r"Memory on the node \(IP: (?P<subject_host>[\w.\-:]+),.*?where the task \(.*?pid=(?P<subject_pid>\d+)",
+          "Ray's memory monitor killed a training worker (pid {subject_pid}) on {subject_host}: the node ran low on "
+          "host memory, and the other ranks' closed connections follow",
+          "give the node more host memory or use less per worker (fewer DataLoader workers, no dataset held per "
+          "rank, smaller object-store use); Ray's RAY_memory_usage_threshold sets when it kills",
+          own=True),
+    # Open MPI's report that a daemon went away names its node on the line after: that node's ranks died
+    # with it (a reboot, a crash, its network), and the others' errors follow.
+    _rule("rank_killed", "error", "Remote daemon:",
+          r"^\s*Remote daemon: \[\[\d+,\d+\],\d+\] on node (?P<subject_host>[\w.\-]+)",
+          "mpirun lost its daemon on {subject_host} during the job (ORTE has lost communication with a remote "
+          "daemon): that node went away (a reboot, a crash, a lost network) and took its ranks with it",
+          "look at {subject_host}: `last -x reboot`, `journalctl --list-boots`, its BMC/cloud console and kernel log; "
+          "take it out of the job until it is stable, then restart the job from a checkpoint",
+          own=True),
     _rule("launch_failed", "error", ("unable to reliably start one or more daemons", "lost communication"),
           r"(?:ORTE|PRTE) (?:was unable to reliably start one or more daemons|has lost communication with a "
           r"remote daemon)",
@@ -207,6 +224,13 @@ RULES = (
           "remote host has no (or another) Open MPI in the non-interactive shell's PATH",
           "run `ssh HOST which orted prted` from the launching host: the same Open MPI must be found there; "
           "pass `--prefix /opt/openmpi` (or set PATH in ~/.bashrc before its interactive guard)"),
+    # Slurm's container plugin (pyxis, enroot) could not unpack the job's image on a node: nothing started there.
+    _rule("launch_failed", "error", "No space left on device",
+          r"pyxis:\s+.*?(?P<reason>No space left on device)",
+          "pyxis/enroot could not unpack the job's container image on this node ({reason}): its ranks never "
+          "started, and the others waited for them at the rendezvous",
+          "free the node's space where enroot unpacks images (ENROOT_DATA_PATH, ENROOT_CACHE_PATH, /tmp) or "
+          "clean its old images (`enroot list`, `enroot remove`), then requeue the job"),
     # (PMIx's own "PMIX ERROR" lines alone prove nothing: some builds print them at every finalize.)
     _rule("launch_failed", "error", ("direct launched using", "PMI2_Init failed"),
           r"direct launched using \"?srun|PMI2_Init failed",
@@ -680,6 +704,8 @@ def match_line(text: str, expected_transport: str = "any") -> List[dict]:
             found[-1]["_versions"] = True
         if values.get("subject_host"):  # the line names the host the finding is about (SSH refused it)
             found[-1]["_subject_host"] = values["subject_host"]
+        if values.get("subject_pid"):  # the process the line is about: diagnosis.log gives its rank
+            found[-1]["_subject_pid"] = values["subject_pid"]
         if match.groupdict().get("peer"):  # as the line wrote it: diagnosis.log asks whether that name resolved
             found[-1]["_peer"] = match.group("peer")
         if values.get("bus"):  # a GPU's PCI address (an Xid): diagnosis.log finds the rank on it

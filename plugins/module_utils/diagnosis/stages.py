@@ -27,11 +27,13 @@ _ROW = re.compile(r"^\s*(?P<size>\d+)\s+\d+\s+\w+\s")
 _LIGHTNING_START = ("Initializing distributed: GLOBAL_RANK", "| Name ", "Sanity Checking", "LOCAL_RANK: ")
 _LIGHTNING_END = ("`Trainer.fit` stopped", "Trainer.fit stopped")
 # Of those, the ones that say it ended well (a worker group that finished after a restart, a trainer's end).
-_SUCCESS = ("successfully finished", "Training completed", "training completed", "exits successfully")
+_SUCCESS = ("successfully finished", "Training completed", "training completed", "exits successfully",
+            "Job completed successfully")  # (the last: submitit's, in every task's log)
 # torchrun's agent and launchers that say the job ended (successfully or not).
 _JOB_END = ("Local worker group finished", "Done waiting for other agents", "worker group successfully finished",
             "Training completed", "training completed", "Training finished", "training finished",
             "exits successfully",  # DeepSpeed's launcher: "Process 7001 exits successfully."
+            "Job completed successfully",  # submitit
             "Shutting down background thread")  # Horovod, at hvd.shutdown()
 # Launchers that start a torch.distributed job without NCCL lines of their own.
 _LAUNCHER_START = ("in DeepSpeed with backend", "Starting elastic_operator", "horovod/common")

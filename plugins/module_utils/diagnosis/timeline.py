@@ -25,6 +25,11 @@ _SYSLOG = re.compile(r"(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d+) (?P<h>\d\d):(?P<mi>\d\
 _GLOG = re.compile(r"^\[?[IWEF](?P<mo>[01]?\d)(?P<d>[0-3]\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d(?:\.\d+)?) ")
 
 
+# dmesg -T: "[Mon Feb 10 21:14:03 2025] NVRM: Xid ...".
+_DMESG_T = re.compile(r"^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) +(?P<d>\d+) "
+                      r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d) \d{4}\]")
+
+
 def seconds(month: int, day: int, hour: int, minute: int, second: float) -> float:
     return ((((month * 31 + day) * 24) + hour) * 60 + minute) * 60 + second
 
@@ -51,6 +56,11 @@ def line_time(line) -> Optional[float]:
     if match:
         return seconds(int(match.group("mo")), int(match.group("d")), int(match.group("h")),
                        int(match.group("mi")), float(match.group("s")))
+    if text.startswith("[") and text[1:4] in ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"):
+        match = _DMESG_T.match(text)
+        if match and match.group("mon") in _MONTHS:
+            return seconds(_MONTHS[match.group("mon")], int(match.group("d")), int(match.group("h")),
+                           int(match.group("mi")), float(match.group("s")))
     if text.startswith("time") and ":" in text[:12]:
         # torchrun's ChildFailedError summary: "  time      : 2025-12-05_04:47:09"
         return parse_stamp(text)
