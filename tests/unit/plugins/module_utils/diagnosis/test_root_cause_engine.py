@@ -833,3 +833,45 @@ def test_a_socket_family_one_host_forces_is_that_host_s_cause():
             "not supported by protocol\n")
     root = first(read_nccl_log(text))
     assert (root["code"], root["host"]) == ("connect_failed", "dgx-b07") and "NCCL_SOCKET_FAMILY=AF_INET6" in root["cause"]
+
+
+# ---- the seventh pass (tests/samples/failures/w7-*) ----
+
+def test_a_gpu_the_rank_cannot_use_is_its_cuda_error_a_kernel_fault_stays_its_exception():
+    busy = ("[rank6]: Traceback (most recent call last):\n[rank6]:   File \"train.py\", line 9, in <module>\n"
+            "[rank6]: torch.AcceleratorError: CUDA error: CUDA-capable device(s) is/are busy or unavailable\n")
+    assert (first(read_nccl_log(busy))["code"], first(read_nccl_log(busy))["rank"]) == ("cuda_error", 6)
+    assert first(read_nccl_log(busy.replace("CUDA-capable device(s) is/are busy or unavailable",
+                                            "device-side assert triggered")))["code"] == "rank_exception"
+
+
+def test_slurm_preemption_stops_the_job_from_outside():
+    text = ("slurmstepd: error: *** STEP 8127.0 ON hgx-b03 CANCELLED AT 2025-02-19T14:22:09 DUE TO PREEMPTION ***\n"
+            "[rank1]: RuntimeError: NCCL communicator was aborted on rank 1.\n")
+    root = first(read_nccl_log(text))
+    assert root["code"] == "rank_killed" and root["host"] in (None, "unknown") and "preemption" in root["cause"]
+
+
+def test_a_pending_pod_is_the_node_the_rendezvous_waited_for(tmp_path):
+    def files(describe_text):
+        (tmp_path / "describe-worker-2.txt").write_text(describe_text)
+        (tmp_path / "master-0.log").write_text(waiting)
+        return [str(tmp_path / "describe-worker-2.txt"), str(tmp_path / "master-0.log")]
+
+    describe = ("Name:             train-worker-2\nNamespace:        default\nStatus:           Pending\nEvents:\n"
+                "  Warning  FailedScheduling  3m  volcano  0/6 nodes are unavailable: 4 Insufficient nvidia.com/gpu.\n")
+    waiting = ("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n")
+    root = first(read_nccl_log_files(files(describe)))
+    assert (root["code"], root["host"]) == ("rendezvous_timeout", "train-worker-2") and "Pending" in root["cause"]
+    pulled = describe.replace("  Warning  FailedScheduling  3m  volcano  0/6 nodes are unavailable: 4 Insufficient "
+                              "nvidia.com/gpu.", "  Warning  Failed  11m  kubelet  Failed to pull image \"img\": write "
+                              "/var/lib/containerd/x: no space left on device")
+    root = first(read_nccl_log_files(files(pulled)))
+    assert (root["code"], root["host"]) == ("launch_failed", "train-worker-2") and "no space left" in root["cause"]
+
+
+def test_mpirun_losing_a_remote_daemon_names_that_node():
+    text = ("ORTE has lost communication with a remote daemon.\n\n  HNP daemon   : [[41822,0],0] on node ml-c01\n"
+            "  Remote daemon: [[41822,0],2] on node ml-c03\n")
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["host"]) == ("rank_killed", "ml-c03")
