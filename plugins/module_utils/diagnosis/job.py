@@ -110,7 +110,7 @@ MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on si
            " compiled with CUDA ", "Timed out waiting", "GLOBAL_RANK", "world_rank=", "global_rank_mapping=",
            "spawned with command", ": Test failure", "Missing ranks:", _SMALL_SHM,
            _FINGERPRINT_MARK, _GAI_FAILED, _SUBMITIT_MARK, "Pending", "Failed to pull image",
-           "FailedScheduling", _TERM_MARK, " DUE TO PREEMPTION") + _RENDEZVOUS_DONE
+           "FailedScheduling", _TERM_MARK, " CANCELLED AT") + _RENDEZVOUS_DONE
 # Horovod's stall inspector: "Missing ranks:" then one line per rank that did not submit the tensors
 # the others wait on ("6: [allreduce.fc.bias, ...]").
 _STALLED_RANK = re.compile(r"^\s*(?P<rank>\d+): \[")
@@ -266,7 +266,7 @@ class JobEvidence:
             self._gloo_timeout(line, origin)
         if _TERM_MARK in text and "SIGTERM" in text:
             self.terminated.append(origin())
-        if " DUE TO PREEMPTION" in text and self.preempted is None:
+        if " CANCELLED AT" in text and " DUE TO PREEMPTION" in text and self.preempted is None:
             self.preempted = origin()
         if _SUBMITIT_MARK in text:
             found = _SUBMITIT.search(text)

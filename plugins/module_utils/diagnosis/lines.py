@@ -216,6 +216,8 @@ class StreamReader:
 
     def _decode(self, body: bytes) -> List[str]:
         """The lines of a run of whole lines; decoded in one call unless some line is not UTF-8."""
+        if b"\x00" in body:
+            body = body.replace(b"\x00", b"")  # zero padding from a crash, dropped before decoding as decode() does
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
@@ -227,8 +229,6 @@ class StreamReader:
                     texts.append(raw.decode("utf-8", errors="replace"))
                     self.bad += 1
             text = "\n".join(texts)
-        if "\x00" in text:
-            text = text.replace("\x00", "")  # zero padding from a crash
         self._cr = "\r" in text
         return text.split("\n")
 

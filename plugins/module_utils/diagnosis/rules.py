@@ -210,7 +210,7 @@ RULES = (
           own=True),
     # Open MPI's report that a daemon went away names its node on the line after: that node's ranks died
     # with it (a reboot, a crash, its network), and the others' errors follow.
-    _rule("rank_killed", "error", "Remote daemon:",
+    _rule("rank_killed", "error", "] on node ",
           r"^\s*Remote daemon: \[\[\d+,\d+\],\d+\] on node (?P<subject_host>[\w.\-]+)",
           "mpirun lost its daemon on {subject_host} during the job (ORTE has lost communication with a remote "
           "daemon): that node went away (a reboot, a crash, a lost network) and took its ranks with it",

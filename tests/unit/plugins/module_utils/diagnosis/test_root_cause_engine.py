@@ -875,3 +875,11 @@ def test_mpirun_losing_a_remote_daemon_names_that_node():
             "  Remote daemon: [[41822,0],2] on node ml-c03\n")
     root = first(read_nccl_log(text))
     assert (root["code"], root["host"]) == ("rank_killed", "ml-c03")
+
+
+def test_a_nul_inside_a_broken_utf8_sequence_reads_alike_streamed_and_in_memory():
+    # Found by the property test: NUL padding is dropped before decoding on both paths.
+    import io
+    data = b"x \xe2\x00\x94 torchrun's ChildFailedError report\nRoot Cause (first observed failure):\n"
+    streamed = read_nccl_log_files([io.BytesIO(data)])["findings"]
+    assert [f["evidence"] for f in streamed] == [f["evidence"] for f in read_nccl_log(data)["findings"]]
