@@ -288,6 +288,24 @@ def path_findings(me: str, path: Dict[str, dict]) -> List[dict]:
          for peer, result in blocked.items()])]
 
 
+def route_findings(me: str, routes: Dict[str, dict], ifname: str) -> List[dict]:
+    """A route to a ring neighbour's cluster address that leaves by another interface than the cluster
+    NIC (a stale static route, a second NIC on an overlapping network): connections to it go out the
+    wrong way, and their replies come back on another path or not at all. routes: {peer: {address, dev}}."""
+    wrong = [(peer, route["address"], route["dev"]) for peer, route in sorted((routes or {}).items())
+             if route.get("dev") and ifname and route["dev"] not in (ifname, "lo")]
+    if not wrong:
+        return []
+    where = ", ".join("{0} ({1}) leaves by {2}".format(peer, address, dev) for peer, address, dev in wrong)
+    return [finding(
+        "route_off_cluster", "error", me,
+        f"on {me}, the route to {where}, not by the cluster NIC {ifname}: connections to it go out the wrong way "
+        "and their replies take another path, so they time out (an asymmetric route)",
+        f"remove the route that sends the cluster network elsewhere on {me} (`ip route get ADDRESS` shows it; "
+        "`ip route del ADDRESS`), or route the cluster network by the cluster NIC",
+        ["{0}: ip route get {1}: dev {2}".format(me, address, dev) for peer, address, dev in wrong])]
+
+
 BLOCKED_PORT = ("timeout", "unreachable")
 
 
@@ -370,6 +388,7 @@ def judge(hosts: Dict[str, dict], master: dict) -> dict:
         probes = view.get("probes") or {}
         findings += probe_findings(name, master, probes.get("master"), probes.get("master_holder"))
         findings += path_findings(name, probes.get("path") or {})
+        findings += route_findings(name, probes.get("routes") or {}, view.get("cluster_ifname", ""))
     findings += port_findings(hosts)
     order = {"error": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: order.get(f["severity"], 3))

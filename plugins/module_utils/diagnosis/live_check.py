@@ -23,7 +23,7 @@ CONNECTIVITY = frozenset({
     "connect_refused", "no_route", "connect_failed", "retry_exceeded", "gloo_connect_failed",
     "nccl_system_error", "nccl_internal_error",
 })
-NETWORK_CAUSES = ("cluster_nic_down", "peer_ports_blocked", "master_port_blocked", "hostname_unresolvable",
+NETWORK_CAUSES = ("cluster_nic_down", "route_off_cluster", "peer_ports_blocked", "master_port_blocked", "hostname_unresolvable",
                   "hostname_loopback", "hostname_unreachable", "socket_ifname_wrong", "gloo_unpinned", "nccl_unpinned",
                   "master_off_cluster")
 # Root codes a host fault explains only where the logs name no host (a live state may be the job's

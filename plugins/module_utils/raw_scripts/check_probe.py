@@ -1,7 +1,8 @@
 """What `ncclkit check` asks from one host: do its peers' host-name addresses answer a ping, does
 a TCP connection to the rendezvous open, (on the master) does a process already hold the rendezvous port,
-does a packet that fills the cluster NIC's MTU reach the ring neighbours' cluster addresses, and do new
-TCP connections reach ports of the neighbours' ephemeral range, where Gloo's and NCCL's listeners bind.
+does a packet that fills the cluster NIC's MTU reach the ring neighbours' cluster addresses, do new
+TCP connections reach ports of the neighbours' ephemeral range, where Gloo's and NCCL's listeners bind,
+and which interface the route to each of those addresses leaves by.
 
 Standard library only, and runnable as a script (`python3 check_probe.py JSON`, or its text through
 `python3 -c`): nccl_preflight runs it through `raw`, because a module run costs every host about
@@ -49,6 +50,17 @@ def path_mtu(peers, mtu, timeout, pool):
              for peer, address in (peers or {}).items() if address}
     return {peer: {"address": address, "mtu": int(mtu), "small": small.result(), "large": large.result()}
             for peer, (address, small, large) in asked.items()}
+
+
+def route_dev(address):
+    """The interface the kernel's route to `address` leaves by (`ip -o route get`), None when unknown."""
+    try:
+        done = subprocess.run(["ip", "-o", "route", "get", address], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, timeout=5, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    words = done.stdout.decode("utf-8", "replace").split()
+    return words[words.index("dev") + 1] if done.returncode == 0 and "dev" in words[:-1] else None
 
 
 def peer_ports(source, peers, ports, timeout, pool):
@@ -124,7 +136,8 @@ def probe(source, targets, master, timeout=1.0, path=None):
     connection's outcome, None on the master itself or without a rendezvous, "master_holder": on the
     master, who already listens on the rendezvous port (None: nobody), "path": path_mtu's answer for
     path {"mtu": this host's cluster NIC's, "peers": {peer: cluster address}, "ports": {peer: [port]}}
-    (empty without one), "ports": peer_ports' answer for the same peers}."""
+    (empty without one), "ports": peer_ports' answer for the same peers, "routes": {peer: {address,
+    dev: the interface the route to its cluster address leaves by}}}."""
     path = path or {}
     workers = 2 * len(targets) + 2 + 3 * len(path.get("peers") or {}) + sum(len(v) for v in (path.get("ports") or {}).values())
     with ThreadPoolExecutor(max_workers=max(1, min(64, workers))) as pool:
@@ -134,7 +147,10 @@ def probe(source, targets, master, timeout=1.0, path=None):
         opened = None if on_master else pool.submit(connect, source, master["addr"], master["port"], timeout)
         paths = path_mtu(path.get("peers"), path.get("mtu"), timeout, pool)
         ports = peer_ports(source, path.get("peers"), path.get("ports"), timeout, pool)
-        return {"hostname": {name: (future.result() if future else False) for name, future in pings.items()},
+        routes = {peer: (address, pool.submit(route_dev, address))
+                  for peer, address in (path.get("peers") or {}).items() if address}
+        return {"routes": {peer: {"address": address, "dev": future.result()} for peer, (address, future) in routes.items()},
+                "hostname": {name: (future.result() if future else False) for name, future in pings.items()},
                 "master": opened.result() if opened else None,
                 "master_holder": holder(master["port"]) if master.get("addr") and on_master else None,
                 "path": paths, "ports": ports}

@@ -251,7 +251,7 @@ KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
     FaultKind("link_throttled", "network", "eth1 throttled by tbf to 2-10 Mbit/s", "slower", None, None,
               link_throttled),
     FaultKind("asymmetric_route", "network", "a static route sends traffic to one peer's cluster address out "
-              "of eth0", "fails", "master_port_blocked", "rendezvous_timeout", asymmetric_route),
+              "of eth0", "fails", "route_off_cluster", "rendezvous_timeout", asymmetric_route),
     FaultKind("hostname_public", "network", "the node's name resolves first to its public address "
               "(harmless while the profile pins Gloo and NCCL)", "none", "hostname_unreachable", None,
               hostname_public),

@@ -242,3 +242,16 @@ def test_open_or_refused_ports_and_an_unreached_host_are_no_port_finding():
     ports_probe(hosts, "node2", "node1", ["timeout", "timeout"], small=False)   # down: the ping findings' to name
     result = cf.judge(hosts, cf.choose_master(ch.profile_master(profile_files()), "x", 1))
     assert "peer_ports_blocked" not in codes(result) and result["ready"], result["findings"]
+
+
+def test_a_route_to_a_neighbour_that_leaves_by_another_nic_is_that_host_s_error():
+    hosts = three_nodes()
+    hosts["node1"]["probes"]["routes"] = {"node2": {"address": "198.19.150.12", "dev": "eth1"},
+                                          "node3": {"address": "198.19.150.13", "dev": "eth0"}}
+    hosts["node3"]["probes"]["routes"] = {"node1": {"address": "198.19.150.11", "dev": "eth1"},
+                                          "node2": {"address": "198.19.150.12", "dev": None}}   # no `ip`: unknown
+    result = cf.judge(hosts, cf.choose_master(ch.profile_master(profile_files()), "x", 1))
+    routed = [f for f in result["findings"] if f["code"] == "route_off_cluster"]
+    assert [(f["host"], f["severity"]) for f in routed] == [("node1", "error")] and not result["ready"]
+    assert "node3 (198.19.150.13) leaves by eth0" in routed[0]["cause"] and "cluster NIC eth1" in routed[0]["cause"]
+    assert routed[0]["evidence"] == ["node1: ip route get 198.19.150.13: dev eth0"]

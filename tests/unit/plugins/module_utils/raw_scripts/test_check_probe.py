@@ -151,3 +151,9 @@ def test_the_script_asks_the_peers_ephemeral_ports_and_a_closed_one_counts_as_le
     # Nothing needs to listen: a refusal is the peer's TCP stack answering, past its firewall.
     assert probes["ports"] == {"node2": {str(listening): "open", str(closed): "refused"}}
     assert run_script({"targets": {}, "master": {}})["ports"] == {}
+
+
+@pytest.mark.skipif(shutil.which("ip") is None, reason="needs ip (iproute2)")
+def test_the_script_says_which_interface_the_route_to_each_neighbour_leaves_by():
+    probes = run_script({"targets": {}, "master": {}, "path": {"mtu": 0, "peers": {"node2": "127.0.0.1"}}})
+    assert probes["routes"] == {"node2": {"address": "127.0.0.1", "dev": "lo"}}
