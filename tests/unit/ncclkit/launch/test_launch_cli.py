@@ -42,8 +42,10 @@ def ncclkit(tmp_path, *argv, popen=False):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "src"), str(REPO_ROOT / "collections")])}
     command = [sys.executable, "-m", "ncclkit", *argv]
     if popen:
+        # As a terminal starts it: a test run in the background (a non-interactive shell's `&`) inherits
+        # SIGINT ignored, and the Ctrl-C this stands for would never arrive.
         return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                                cwd=tmp_path)
+                                cwd=tmp_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     return subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120, check=False)
 
 
