@@ -4,10 +4,11 @@ what the ranks do, and stop every process of the job.
 
 Pure Python 3.8+ standard library. The controller sends this file on stdin after the source of
 diagnosis/forensics.py (process state, py-spy, NCCL RAS), loaded as the module `forensics`
-(transport.BOOT reads them; `start` then reads the job's settings from the rest of stdin).
+(transport.BOOT reads them; `ready` then reads the job's settings from the rest of stdin).
 
-    python3 -c BOOT probe RUN_DIR CWD SCRIPT LAUNCHER              # what is there: script, launcher, py-spy, GPU
-    python3 -c BOOT start RUN_DIR CWD -- LAUNCHER ARG...           # settings on stdin; prints {"pid": P}
+    python3 -c BOOT ready RUN_DIR CWD SCRIPT -- LAUNCHER ARG...    # what is there (script, launcher, py-spy,
+                                                                   # GPU); then settings on stdin start the
+                                                                   # launcher ({"pid": P}), end of input nothing
     python3 -c BOOT follow RUN_DIR LAUNCH_ID HOST INTERVAL [--stacks] [--ras]
     python3 -c BOOT sample RUN_DIR LAUNCH_ID HOST [--stacks] [--ras]   # one sample
     python3 -c BOOT stop RUN_DIR LAUNCH_ID HOST GRACE                  # TERM, KILL after GRACE s, count what is left
@@ -303,7 +304,7 @@ def clean(run_dir, launch_id):
 
 def ready(run_dir, cwd, script, argv):
     """`probe`, then wait on stdin for the controller's word: the job's settings (a JSON line) start
-    the launcher `argv` as `start` does, an end of input starts nothing. One connection per host does
+    the launcher `argv` (`start`), an end of input starts nothing. One connection per host does
     both, so the start costs no second connection and Python start when every host has answered."""
     probe(run_dir, cwd, script, argv[0] if argv else "")
     line = sys.stdin.buffer.readline()
@@ -330,14 +331,9 @@ def main(argv):
     argv = [mode, os.path.expanduser(argv[1])] + list(argv[2:])  # RUN_DIR: ~/... on the host
     # py-spy that launch put on the host, where the host had none (transport.PY_SPY_HOME).
     os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + os.path.expanduser(TOOLS)
-    if mode == "probe":
-        return probe(argv[1], argv[2], argv[3], argv[4])
     if mode == "ready":  # RUN_DIR CWD SCRIPT -- LAUNCHER ARGS...; then the job's settings on stdin, or nothing
         split = argv.index("--")
         return ready(argv[1], argv[2], argv[3], argv[split + 1:])
-    if mode == "start":  # the job's settings come on stdin's next line, as JSON
-        split = argv.index("--")
-        return start(argv[1], argv[2], json.loads(sys.stdin.buffer.readline()), argv[split + 1:])
     if mode == "follow":
         return follow(argv[1], argv[2], argv[3], float(argv[4]), "--stacks" in argv, "--ras" in argv)
     if mode == "sample":

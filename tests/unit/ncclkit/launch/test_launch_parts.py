@@ -30,7 +30,7 @@ def test_host_settings_carry_ssh_options_port_key_and_local_env():
     assert ["-p", "41002"] == argv[argv.index("-p"):argv.index("-p") + 2] and argv[-2:] == ["--", "198.18.0.2"]
     local = host_settings("sim1", 0, {"ansible_connection": "local", "ncclkit_launch_env": {"NCCL_HOSTID": "sim1"}})
     assert local.connection == "local" and local.env == {"NCCL_HOSTID": "sim1"}
-    assert transport.host_argv(local, "probe", ["x"], Path("/tmp"))[0] == "python3"
+    assert transport.host_argv(local, "ready", ["x"], Path("/tmp"))[0] == "python3"
 
 
 @pytest.mark.parametrize("hostvars, words", [
@@ -171,7 +171,7 @@ time.sleep(300)
 def test_host_side_starts_marked_and_stops_every_process_double_fork_included(tmp_path):
     run_dir = str(tmp_path / "run" / "launchid" / "sim1")
     marker = {"NCCLKIT_LAUNCH_ID": "launchid", "NCCLKIT_LAUNCH_HOST": "sim1", "RANK": "0"}
-    started = host_side("start", run_dir, str(tmp_path), "--", sys.executable, "-c", JOB,
+    started = host_side("ready", run_dir, str(tmp_path), "job.py", "--", sys.executable, "-c", JOB,
                         stdin=(json.dumps(marker) + "\n").encode())
     # Until the same 3 or more are seen twice: the double fork's intermediate processes come and go.
     deadline, last = time.time() + 20, None
