@@ -19,14 +19,26 @@ from typing import Collection, Optional
 
 _FILE_RANK = re.compile(r"(?:^|[^a-z])rank[_\-.]?(?P<rank>\d+)(?!\d)", re.I)
 _EXTENSIONS = frozenset(("gz", "bz2", "xz", "zst", "log", "txt", "out", "err", "stdout", "stderr", "json"))
-# What people add after the host's name: the tool whose output it is, or the rank.
-_TOOL_WORDS = frozenset(("torchrun", "journal", "journalctl", "dmesg", "kernel", "syslog", "agent", "describe",
-                         "stdout", "stderr", "out", "err", "log", "logs", "nccl", "debug", "train", "trainer",
-                         "worker", "launcher", "ras"))
-_CUT_WORDS = frozenset(("dmesg", "journal", "journalctl", "syslog", "kernel", "describe", "torchrun", "launcher",
-                        "nvidia", "ras"))
-_LEADING_TOOL_WORDS = frozenset(("kubectl", "logs", "log", "describe", "dmesg", "journalctl", "nvidia", "smi",
-                                 "cloud", "logging"))
+# What people add around the host's name, and where each word may stand: "after" the name (dropped
+# from the end), "cut" (the word and everything after it dropped), "before" the name (dropped from the
+# start). One vocabulary: a word's places are all listed here.
+_WORDS_AROUND_HOST = {
+    "torchrun": "after cut", "launcher": "after cut", "journal": "after cut", "kernel": "after cut",
+    "syslog": "after cut", "ras": "after cut",
+    "journalctl": "after cut before", "dmesg": "after cut before", "describe": "after cut before",
+    "nvidia": "cut before",
+    "log": "after before", "logs": "after before",
+    "agent": "after", "stdout": "after", "stderr": "after", "out": "after", "err": "after", "nccl": "after",
+    "debug": "after", "train": "after", "trainer": "after", "worker": "after",
+    "kubectl": "before", "smi": "before", "cloud": "before", "logging": "before",
+}
+
+
+def _words_at(place: str) -> frozenset:
+    return frozenset(word for word, places in _WORDS_AROUND_HOST.items() if place in places.split())
+
+
+_TOOL_WORDS, _CUT_WORDS, _LEADING_TOOL_WORDS = _words_at("after"), _words_at("cut"), _words_at("before")
 _TOOL_RANK = re.compile(r"^(?:local)?rank\d+$", re.I)
 _HOST_SHAPE = re.compile(r"^(?:[a-z][a-z0-9\-]*\d[a-z0-9\-]*(?:\.[a-z][a-z0-9\-]*)*|\d{1,3}(?:\.\d{1,3}){3})$", re.I)
 # A word and a number only, where the word names a run, a device or a part rather than a machine.

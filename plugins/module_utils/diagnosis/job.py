@@ -159,6 +159,7 @@ class JobEvidence:
         self.pid_rank: Dict[tuple, int] = {}      # (host, pid) -> rank
         self.pid_hosts: Dict[str, str] = {}       # pid -> host (for OOM lines naming a pid only)
         self.source_pid_host: Dict[tuple, str] = {}  # (file, pid) -> host: hosts reuse pids, a file is one host's
+        self.source_hosts: Dict[str, set] = {}    # file -> the hosts whose NCCL lines it holds
         self.small_shm: Dict[str, dict] = {}      # file -> origin of its container's small-/dev/shm banner
         self.gpu_oom: Dict[str, dict] = {}        # file -> origin of its first "CUDA out of memory" line (any logger)
         self.fingerprints: Dict[int, str] = {}    # rank -> its collective as torch's desync check prints it
@@ -314,7 +315,10 @@ class JobEvidence:
                 if pid is not None and (host, pid) not in self.pid_rank:
                     self.pid_rank[(host, pid)] = rank
                     self.pid_hosts.setdefault(pid, host)
-                    self.source_pid_host.setdefault((origin().get("source"), pid), host)
+                    source = origin().get("source")
+                    if (source, pid) not in self.source_pid_host:
+                        self.source_pid_host[(source, pid)] = host
+                        self.source_hosts.setdefault(source, set()).add(host)
                     self.ranks.setdefault(rank, {"host": host, "pid": pid, "nranks": nranks})
                 bus = _NCCL_BUS.search(msg)
                 if bus and pci_number(bus.group("bus")) is not None:
@@ -508,10 +512,6 @@ class JobEvidence:
             return None
         ordered = sorted(counts, key=lambda version: len(counts[version]))
         return ordered[0], sorted(counts[ordered[0]]), ordered[-1]
-
-    def source_hosts(self, source) -> set:
-        """The hosts whose NCCL lines one file holds."""
-        return {host for (where, dummy), host in self.source_pid_host.items() if where == source}
 
     def finish(self) -> None:
         self._flush_child()

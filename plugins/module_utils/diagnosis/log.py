@@ -622,21 +622,17 @@ class _Log:
         owners = sorted({name for name, info in self.hosts.items()
                          for nics in (info["bootstrap_nics"], info["net_nics"]) for (dummy, where) in nics
                          if where == address.group(1)})
-        if len(owners) == 1 and owners[0] != finding["host"]:
-            finding.update(host=owners[0], rank=None,
-                           cause=f"{finding['cause']} ({address.group(1)} is {owners[0]}'s, as its NCCL lines show: "
-                                 f"{finding['host']} reported it)")
+        _to_the_one_culprit(finding, owners, lambda owner, reporter: (
+            f" ({address.group(1)} is {owner}'s, as its NCCL lines show: {reporter} reported it)"))
 
     def _family_setter(self, finding: dict) -> None:
         """A socket of a peer's family failed here: the one host whose NCCL_SOCKET_FAMILY differs is the cause."""
         families = {name: info["env"].get("NCCL_SOCKET_FAMILY") for name, info in self.hosts.items()}
         setters = sorted(name for name, value in families.items() if value and value != families.get(finding["host"]))
-        if len(setters) == 1 and setters[0] != finding["host"]:
-            asked = finding["host"]
-            finding.update(host=setters[0], rank=None, cause=(
-                f"{finding['cause']}; {setters[0]} sets NCCL_SOCKET_FAMILY={families[setters[0]]} while {asked} "
-                f"{'sets ' + families[asked] if families.get(asked) else 'does not'}: its addresses are of a family the "
-                "others cannot reach"))
+        _to_the_one_culprit(finding, setters, lambda setter, reporter: (
+            f"; {setter} sets NCCL_SOCKET_FAMILY={families[setter]} while {reporter} "
+            f"{'sets ' + families[reporter] if families.get(reporter) else 'does not'}: its addresses are of a family "
+            "the others cannot reach"))
 
     def _rank(self, finding: dict, host, label, source) -> Optional[int]:
         """The rank a finding's line belongs to: its label, its NCCL pid, its torchrun report, its file."""
@@ -875,6 +871,14 @@ def _dedupe(findings: List[dict]) -> List[dict]:
 
 # NCCL's retry lines: "socketPollConnect: connect to 10.0.0.7<45873> returned Connection refused, retrying".
 _RETRIED = re.compile(r"connect to (?P<addr>[0-9a-fA-F.:\[\]]+?)<\d+> returned (?:Connection refused|No route to host)")
+
+
+def _to_the_one_culprit(finding: dict, culprits: list, why) -> None:
+    """A connection failure belongs to the host that reported it, unless the logs single out one other host
+    as its cause (the owner of the refusing address, the one host with a differing setting): then it is that
+    host's, and the cause says why (`why(culprit, reporter)`, appended)."""
+    if len(culprits) == 1 and culprits[0] != finding["host"]:
+        finding.update(host=culprits[0], rank=None, cause=finding["cause"] + why(culprits[0], finding["host"]))
 
 
 def _peer_name(peer) -> Optional[str]:

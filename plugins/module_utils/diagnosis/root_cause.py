@@ -201,7 +201,7 @@ def _oom_behind_desync(desync: dict, job) -> List[dict]:
     host = desync.get("host")
     for source, origin in job.gpu_oom.items():
         # The file the out-of-step rank's own timeout came from, or one whose NCCL lines are its host's.
-        if host and (source == desync.get("source") or host in job.source_hosts(source)):
+        if host and (source == desync.get("source") or host in job.source_hosts.get(source, ())):
             quoted = origin["evidence"].strip()[:200]
             return [dict(origin, code="cuda_oom", severity="error", host=host, rank=desync.get("rank"), count=1,
                          consequence_of=None,
