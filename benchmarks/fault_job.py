@@ -7,7 +7,7 @@ path (MTU, loss, throttling) shows, then an all-reduce every rank checks. With t
 
   stop        SIGSTOP itself (the others wait out the 60 s process-group timeout)
   kill        SIGKILL itself
-  oom         join the memory cgroup FAULT_CGROUP and allocate until the kernel kills it
+  oom         allocate until the kernel kills it (the node's memory limit: `lab fault` sets it)
   exception   raise ValueError
   desync      skip one collective the other ranks make (their next ones pair with the wrong partner)
   straggler   sleep 10x a normal step before every step from FAULT_STEP on
@@ -27,6 +27,7 @@ from datetime import timedelta
 
 TIMEOUT_S = float(os.environ.get("FAULT_JOB_TIMEOUT", "60"))
 STEPS = int(os.environ.get("FAULT_JOB_STEPS", "6"))
+OOM_CAP_MIB = 6144   # more than the memory limit `lab fault` sets for rank_oom_killed
 WIDTH = 1024
 STRAGGLE_S = 2.0
 
@@ -44,11 +45,10 @@ def act(action: str, step: int) -> None:
     elif action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     elif action == "oom":
-        with open(os.path.join(os.environ["FAULT_CGROUP"], "cgroup.procs"), "w") as procs:
-            procs.write(str(os.getpid()))
-        hoard = []
-        while True:   # touch every page, so the memory is really charged
-            hoard.append(torch.ones(64 << 20, dtype=torch.uint8))
+        # Touch every page, so the memory is really charged. Bounded: where no limit stops it, the
+        # machine's own memory must not be what runs out.
+        hoard = [torch.ones(64 << 20, dtype=torch.uint8) for dummy in range(OOM_CAP_MIB // 64)]
+        raise RuntimeError(f"fault hook: {len(hoard) * 64} MiB allocated and no memory limit stopped it")
     elif action == "exception":
         raise ValueError(f"fault hook: bad batch at step {step} on rank {os.environ.get('RANK')}")
 

@@ -183,8 +183,9 @@ def right(verdict: dict, expected: dict, check_code: str | None = None) -> bool:
 
 
 def kernel_lines(since: float) -> str:
-    """The kernel's OOM lines since `since` (as `journalctl -k` shows them on the node)."""
-    done = subprocess.run(["dmesg", "-T"], capture_output=True, text=True, check=False)
+    """The kernel's OOM lines since `since` (epoch seconds; as `journalctl -k` shows them on the node)."""
+    after = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since - 1))
+    done = subprocess.run(["dmesg", "-T", "--since", after], capture_output=True, text=True, check=False)
     lines = [line for line in done.stdout.splitlines()
              if any(word in line for word in ("oom", "Out of memory", "Killed process", "Memory cgroup"))]
     return "\n".join(lines[-20:]) + ("\n" if lines else "")

@@ -62,3 +62,12 @@ def test_an_exception_in_one_rank_is_pinned_to_that_rank(converged, tmp_path):
     # rank_exception is the goal (the diagnosis engine's next round); rank_failed names the rank today.
     assert row["diagnose"]["code"] in ("rank_exception", "rank_failed"), row
     assert (row["diagnose"]["host"], row["diagnose"]["rank"]) == ("node1", 0), row
+
+
+def test_a_rank_outgrowing_the_nodes_memory_limit_is_named_oom_killed(converged, tmp_path):
+    """The node's processes join the limited cgroup, the SSH master connection site.yml left open
+    included: the job started over it is limited, and the kernel (not the rank) ends the rank."""
+    row, dummy = run(converged, "rank_oom_killed", "node1", tmp_path)
+    assert row["params"]["memory_limit_mib"] in (1536, 2048), row
+    assert row["job"]["effect"] == "fails" and row["job"]["exit"]["node1"] != 0, row
+    assert (row["diagnose"]["code"], row["diagnose"]["host"], row["diagnose"]["rank"]) == ("oom_killed", "node1", 0)

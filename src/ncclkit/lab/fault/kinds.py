@@ -139,7 +139,9 @@ def packet_loss(ctx: Context) -> None:
 
 
 def link_throttled(ctx: Context) -> None:
-    mbit = ctx.rng.choice((2, 5, 10))
+    # Slow enough that the job takes several times as long, not so slow that it outlasts the matrix's
+    # job limit (at 2 Mbit/s a 3-node job did: a slow link is then a hang, not the kind's "slower").
+    mbit = ctx.rng.choice((5, 10, 20))
     ctx.params["rate_mbit"] = mbit
     ctx.step(steps.do_qdisc(ctx.lab, ctx.node, CLUSTER_IFNAME,
                             ["tbf", "rate", f"{mbit}mbit", "burst", "32kbit", "latency", "400ms"]))
@@ -227,9 +229,9 @@ def _job(action: str) -> Callable[[Context], None]:
         ctx.params.update(rank=ctx.rank, step=step)
         ctx.hook.update(FAULT_JOB=action, FAULT_RANK=str(ctx.rank), FAULT_STEP=str(step))
         if action == "oom":
-            undo_step, path = steps.do_memory_cgroup(ctx.lab, ctx.node, 256)
-            ctx.step(undo_step)
-            ctx.hook["FAULT_CGROUP"] = path
+            mib = ctx.rng.choice((1536, 2048))
+            ctx.params["memory_limit_mib"] = mib
+            ctx.step(steps.do_memory_cgroup(ctx.lab, ctx.node, mib))
     return inject
 
 
@@ -248,7 +250,7 @@ KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
               "dropped, no ICMP)", "hangs", "path_mtu", "hang_in_collective", mtu_mismatch),
     FaultKind("packet_loss", "network", "15-25 % of eth1's inbound packets lost", "slower", None, None,
               packet_loss),
-    FaultKind("link_throttled", "network", "eth1 throttled by tbf to 2-10 Mbit/s", "slower", None, None,
+    FaultKind("link_throttled", "network", "eth1 throttled by tbf to 5-20 Mbit/s", "slower", None, None,
               link_throttled),
     FaultKind("asymmetric_route", "network", "a static route sends traffic to one peer's cluster address out "
               "of eth0", "fails", "route_off_cluster", "rendezvous_timeout", asymmetric_route),
@@ -272,7 +274,8 @@ KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
               "hang_in_collective", _job("stop")),
     FaultKind("rank_killed", "job", "one rank killed by SIGKILL mid-training", "fails", None, "rank_killed",
               _job("kill")),
-    FaultKind("rank_oom_killed", "job", "one rank in a 256 MiB memory cgroup, OOM-killed", "fails", None,
+    FaultKind("rank_oom_killed", "job", "the node under a 1.5-2 GiB memory limit (a container's); one rank "
+              "outgrows it and is OOM-killed", "fails", None,
               "oom_killed", _job("oom")),
     FaultKind("rank_exception", "job", "a Python exception in one rank", "fails", None, "rank_exception",
               _job("exception")),

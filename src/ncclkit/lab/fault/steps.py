@@ -231,28 +231,71 @@ def _undo_memlock(lab, step: dict) -> None:
     subprocess.run(["prlimit", "--pid", str(step["pid"]), f"--memlock={soft}:{hard}"], check=False)
 
 
-def do_memory_cgroup(lab, node: str, mib: int) -> tuple[dict, str]:
-    """A memory cgroup limited to `mib` MiB, for a rank to join (a container's memory limit).
-    Returns the undo step and the cgroup's path."""
-    path = CGROUP_ROOT / f"ncclkit-lab{lab.index}-{node}"
+def do_memory_cgroup(lab, node: str, mib: int) -> dict:
+    """The node under a memory limit of `mib` MiB, as a container runtime sets one: its holder (sshd)
+    and every process under it (an SSH master connection kept open included) join a memory cgroup, so
+    every login and job on the node is in it, and the kernel OOM-kills the largest of them when they
+    outgrow it. Swap is off for the cgroup, so the limit kills rather than pages. Undone by moving what
+    is still in the cgroup back to the cgroup the holder came from, and removing it."""
     if not CGROUP_ROOT.is_dir():
         raise LabError(f"{CGROUP_ROOT} is missing: this host has no cgroup v1 memory controller")
+    holder = lab.node(node).pid
+    came_from = _memory_cgroup(holder)
+    path = CGROUP_ROOT / f"ncclkit-lab{lab.index}-{node}"
     path.mkdir(exist_ok=True)
+    (path / "memory.swappiness").write_text("0\n")
     (path / "memory.limit_in_bytes").write_text(f"{int(mib) << 20}\n")
-    return {"op": "cgroup", "node": node, "path": str(path)}, str(path)
+    for pid in [holder] + _descendants(holder):
+        _join(path, pid)
+    return {"op": "cgroup", "node": node, "path": str(path), "came_from": came_from}
 
 
 def _undo_cgroup(lab, step: dict) -> None:
     path = Path(step["path"])
     if path.parent != CGROUP_ROOT or not path.name.startswith("ncclkit-lab"):
         raise LabError(f"refusing to remove {path}")
-    for pid in (path / "cgroup.procs").read_text().split() if path.exists() else []:
-        try:
-            os.kill(int(pid), signal.SIGKILL)
-        except OSError:
-            pass
-    if path.exists():
-        path.rmdir()
+    if not path.exists():
+        return
+    back = (CGROUP_ROOT / step.get("came_from", "/").lstrip("/")).resolve()
+    if not back.is_relative_to(CGROUP_ROOT) or not back.is_dir():
+        back = CGROUP_ROOT
+    for pid in (path / "cgroup.procs").read_text().split():
+        _join(back, int(pid))
+    path.rmdir()
+
+
+def _memory_cgroup(pid: int) -> str:
+    """The memory cgroup `pid` is in ("/" without one)."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        number, controllers, where = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return where
+    return "/"
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process under `root`, by the parent pids in /proc/PID/stat."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue   # ended meanwhile
+            children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+def _join(cgroup: Path, pid: int) -> None:
+    try:
+        (cgroup / "cgroup.procs").write_text(f"{pid}\n")
+    except (ProcessLookupError, FileNotFoundError):
+        pass   # ended meanwhile
 
 
 UNDO = {"nft_rule": _undo_nft_rule, "link_up": _undo_link_up, "mtu": _undo_mtu, "qdisc": _undo_qdisc,
