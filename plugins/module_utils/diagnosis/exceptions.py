@@ -21,6 +21,7 @@ from typing import Dict, Optional
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.common.findings import finding
 
+from .rules import CAUSE_FABRIC_MANAGER, FIX_FABRIC_MANAGER
 from .timeline import line_time
 
 TRACEBACK = "Traceback (most recent call last)"
@@ -65,18 +66,29 @@ _NOT_OWN_WORDS = ("ProcessGroup", "Watchdog", "TCPStore", "c10d", "closed by pee
                   # follows, and is the one quoted
                   "in DataLoader worker process",
                   # torch's monitored barrier (TORCH_DISTRIBUTED_DEBUG=DETAIL) names another rank as late
-                  "monitoredBarrier", "monitored_barrier")
+                  "monitoredBarrier", "monitored_barrier",
+                  # a wrapper pointing back at the real error it logged before (vLLM's EngineDeadError,
+                  # "Engine core initialization failed. See root cause above.")
+                  "root cause above", "(above) for the root cause")
 _OOM_WORDS = ("CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", "CUDA error: out of memory")
+_GPU_FAULT_WORDS = ("illegal memory access", "unspecified launch failure", "uncorrectable ECC error")
 # The GPU or its driver refusing the rank (a busy or missing device, a driver that does not match the
 # CUDA libraries): the rank's own CUDA error, a fault of the host rather than of the program.
-# (A kernel's own fault, a device-side assert or an illegal access, stays the program's: rank_exception.)
+# So are the faults the NCCL rules call the GPU's (an illegal memory access, an unspecified launch failure,
+# an uncorrectable ECC error): the same words in a rank's exception. (A device-side assert, the program's
+# own check failing in a kernel, stays the program's: rank_exception.)
 _CUDA_WORDS = ("cudaGetDeviceCount", "CUDA driver version is insufficient", "CUDA-capable device",
                "invalid device ordinal", "No CUDA GPUs are available", "CUDA driver initialization failed",
-               "unsupported display driver")
+               "unsupported display driver") + _GPU_FAULT_WORDS
 FIX_CUDA = ("look at that host's GPU and driver: `nvidia-smi` (a process still holding the GPU, a GPU missing, "
             "the compute mode), `dmesg -T | grep -i -e xid -e nvrm`, and that the driver matches the CUDA the job "
             "loads (error 803 and 'driver version is insufficient' mean it does not: reboot after a driver update, or "
             "load the matching libraries); the other ranks' errors follow from it")
+
+FIX_GPU_FAULT = ("find the kernel that faulted: rerun with CUDA_LAUNCH_BLOCKING=1 (the traceback then points at it), "
+                 "and read `dmesg -T | grep -i xid` on that host: Xid 13, 31 or 43 is a bad access by the program or a "
+                 "library it loads (update or fix it), Xid 48, 63, 64, 79, 94 or 95 a fault of the GPU (drain it); "
+                 "the other ranks' errors follow from it")
 
 FIX_EXCEPTION = ("fix the program where the traceback of that rank points (the last `File ..., line N` above "
                  "the exception); the errors of the other ranks (connection closed by peer, NCCL or Gloo "
@@ -87,12 +99,13 @@ FIX_OOM = ("that GPU ran out of memory in this rank: lower the batch size (or se
 
 
 def classify(exc_type: str, message: str) -> Optional[str]:
-    """cuda_oom, cuda_error, rank_exception, or None for an exception that reports someone else's failure."""
+    """cuda_oom, cuda_not_initialized (CUDA error 802), cuda_error, rank_exception, or None for an exception
+    that reports someone else's failure."""
     text = f"{exc_type}: {message}"
     if any(word in text for word in _OOM_WORDS):
         return "cuda_oom"
     if any(word in text for word in _CUDA_WORDS) and not _NOT_OWN_NAMES.search(text):
-        return "cuda_error"
+        return "cuda_not_initialized" if "system not yet initialized" in text else "cuda_error"
     if exc_type.rsplit(".", 1)[-1] in _NOT_OWN_TYPES or any(word in text for word in _NOT_OWN_WORDS) \
             or _NOT_OWN_NAMES.search(text):
         return None
@@ -176,8 +189,13 @@ def exception_finding(code: str, exc_type: str, message: str, frame: Optional[st
     if code == "cuda_oom":
         return finding("cuda_oom", "error", f"CUDA out of memory in a rank{where}: {quoted}", FIX_OOM,
                        exception=quoted)
+    if code == "cuda_not_initialized":
+        return dict(finding(code, "error", f"CUDA reports 'system not yet initialized' (error 802) in the rank's own "
+                                           f"Python exception{where}: {quoted}: {CAUSE_FABRIC_MANAGER}",
+                            FIX_FABRIC_MANAGER, exception=quoted), _own=True)
     if code == "cuda_error":
+        fix = FIX_GPU_FAULT if any(word in message for word in _GPU_FAULT_WORDS) else FIX_CUDA
         return dict(finding("cuda_error", "error", f"a CUDA error in the rank's own Python exception{where}: {quoted}",
-                            FIX_CUDA, exception=quoted), _own=True)
+                            fix, exception=quoted), _own=True)
     return finding("rank_exception", "error", f"the rank's own Python exception{where}: {quoted}", FIX_EXCEPTION,
                    exception=quoted)

@@ -36,6 +36,10 @@ _MPI_SIGNAL = re.compile(r"process rank (?P<rank>\d+) with PID (?P<pid>\d+) on n
 _SRUN = re.compile(r"srun: error: (?P<node>[\w.\-]+): tasks? (?P<rank>\d+)(?:[-,]\d+)*: "
                    r"(?P<name>Killed|Segmentation fault|Aborted|Terminated|Bus error|Out Of Memory"
                    r"|Exited with exit code (?P<code>\d+))")
+# absl's failure signal handler (in Ray's workers, JAX, TensorFlow), as the process dies of it:
+# "*** SIGBUS received at time=1713852726 on cpu 37 ***".
+# A crash only: SIGABRT there is most often torch's watchdog ending a rank whose collective timed out.
+_FAILURE_SIGNAL = re.compile(r"\*\*\* (?P<name>SIGSEGV|SIGBUS|SIGILL|SIGFPE) received at time=")
 # torchrun's agent: "failed (exitcode: -9) local_rank: 0 (pid: 1747) of binary: ..."
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
 # DeepSpeed's launcher: "['/usr/bin/python', '-u', 'train.py', '--local_rank=1'] exits with return code = -9"
@@ -81,6 +85,12 @@ _FORENSICS_RAS = "ncclkit-forensics: ras: "
 # NGC containers' banner where `docker run` gave no --shm-size/--ipc=host: "NOTE: The SHMEM allocation
 # limit is set to the default of 64MB. This may be insufficient for PyTorch...".
 _SMALL_SHM = "SHMEM allocation limit is set to the default"
+# Ray's node start where /dev/shm is small: "The object store is using /tmp instead of /dev/shm because
+# /dev/shm has only 67108864 bytes available." (The marker is the part that keeps the line prefilter's
+# letter pairs as they are: a new pair would let many more lines through.)
+_RAY_SHM = "/dev/shm because"
+_RAY_SHM_BYTES = re.compile(r"/dev/shm has only (?P<bytes>\d+) bytes")
+_SMALL_SHM_BYTES = 512 << 20
 # torch's desync check (TORCH_DISTRIBUTED_DEBUG=DETAIL): "Rank 5 is running collective:
 # CollectiveFingerPrint(SequenceNumber=7, OpType=_ALLGATHER_BASE, TensorShape=[..], TensorDtypes=BFloat16, ...),
 # but Rank 16 is running collective: CollectiveFingerPrint(...)": each names two ranks' collectives.
@@ -108,9 +118,9 @@ MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on si
            "Process name: [[", "Exit code:", "OOMKilled", "Name:", "memory:",
            "(exitcode: ", "exits with return code", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL",
            " compiled with CUDA ", "Timed out waiting", "GLOBAL_RANK", "world_rank=", "global_rank_mapping=",
-           "spawned with command", ": Test failure", "Missing ranks:", _SMALL_SHM,
+           "spawned with command", ": Test failure", "Missing ranks:", _SMALL_SHM, _RAY_SHM,
            _FINGERPRINT_MARK, _GAI_FAILED, _SUBMITIT_MARK, "Pending", "Failed to pull image",
-           "FailedScheduling", _TERM_MARK, " CANCELLED AT") + _RENDEZVOUS_DONE
+           "FailedScheduling", _TERM_MARK, " CANCELLED AT", " received at time=") + _RENDEZVOUS_DONE
 # Horovod's stall inspector: "Missing ranks:" then one line per rank that did not submit the tensors
 # the others wait on ("6: [allreduce.fc.bias, ...]").
 _STALLED_RANK = re.compile(r"^\s*(?P<rank>\d+): \[")
@@ -160,7 +170,7 @@ class JobEvidence:
         self.pid_hosts: Dict[str, str] = {}       # pid -> host (for OOM lines naming a pid only)
         self.source_pid_host: Dict[tuple, str] = {}  # (file, pid) -> host: hosts reuse pids, a file is one host's
         self.source_hosts: Dict[str, set] = {}    # file -> the hosts whose NCCL lines it holds
-        self.small_shm: Dict[str, dict] = {}      # file -> origin of its container's small-/dev/shm banner
+        self.small_shm: Dict[str, dict] = {}      # file -> origin of its line saying /dev/shm is small
         self.gpu_oom: Dict[str, dict] = {}        # file -> origin of its first "CUDA out of memory" line (any logger)
         self.fingerprints: Dict[int, str] = {}    # rank -> its collective as torch's desync check prints it
         self.networks: Dict[str, set] = {}        # host -> the networks NCCL says it uses ("IB", "Socket", ...)
@@ -256,6 +266,8 @@ class JobEvidence:
             self._match_death(_AGENT_FAILED, text, origin, "agent")
         elif "exits with return code" in text:
             self._deepspeed_exit(text, origin)
+        elif " received at time=" in text:
+            self._failure_signal(line, text, origin)
         elif "ut of memory" in text or "oom-kill:" in text:
             if "CUDA out of memory" in text:  # a trainer that logs and recovers from it (fairseq) leaves no traceback
                 found = origin()
@@ -280,7 +292,8 @@ class JobEvidence:
         if _FINGERPRINT_MARK in text:
             for match in _FINGERPRINT.finditer(text):
                 self.fingerprints.setdefault(int(match["rank"]), match["print"])
-        if _SMALL_SHM in text:
+        ray_shm = _RAY_SHM_BYTES.search(text) if _RAY_SHM in text else None
+        if _SMALL_SHM in text or (ray_shm and int(ray_shm["bytes"]) < _SMALL_SHM_BYTES):
             found = origin()
             self.small_shm.setdefault(found.get("source"), found)
         if "GLOBAL_RANK" in text:
@@ -357,6 +370,16 @@ class JobEvidence:
             death.update(pid=groups["pid"] or groups["pid2"], signal=9, oom=True,
                          comm=groups["comm"] or groups["comm2"], oom_host=self._line_host)
         self.deaths.append(death)
+
+    def _failure_signal(self, line, text, origin) -> None:
+        """The process that printed absl's signal report dies of that signal (Ray labels its lines with the pid)."""
+        match = _FAILURE_SIGNAL.search(text)
+        number = getattr(signal, match.group("name"), None) if match else None
+        if number is None:
+            return
+        pid = line.label[4:] if (line.label or "").startswith("pid=") else None
+        self.deaths.append({"how": "signal", "origin": origin(), "host": self._line_host, "pid": pid,
+                            "signal": int(number)})
 
     def _deepspeed_exit(self, text, origin) -> None:
         match = _DEEPSPEED_EXIT.search(text)

@@ -27,7 +27,8 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # What may stand before the text a program wrote, possibly several in a row: launcher labels
 # (mpirun --tag-output "[1,0]<stdout>:", horovodrun's "[0]<stdout>:", torchrun "[rank0]:" and "[default0]:",
 # MPICH "[0] ", srun --label "0: ", pdsh "node1: ", Ray "(RayTrainWorker pid=812, ip=10.0.0.2)", kubectl
-# --prefix "[pod/x/c]"), timestamps (NCCL's
+# --prefix "[pod/x/c]", vLLM's logger "ERROR 08-21 11:38:14 [core.py:700] ", a log service's "ERROR <ISO stamp>
+# [resource.labels.taskName: x] "), timestamps (NCCL's
 # "[2025-10-16 22:16:08]", ISO-8601 ones of log collectors with their "|" columns and CRI's "stdout F",
 # syslog's "Dec  5 04:47:09 host kernel:", dmesg's "[ 123.456]"), and colour codes whose escape
 # character was lost on the way ("[0m ").
@@ -43,6 +44,10 @@ _LABEL = re.compile(
     r"|\| +"
     r"|\((?:\w+ )?pid=(?P<ray>\d+)(?:, ip=(?P<rayip>[\d.]+))?\) "
     r"|\[(?P<kube>pod/[^\]\s]+)\] "
+    r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w.\-]+:\d+\] "   # vLLM's logger
+    # a log service's export: its severity before an ISO stamp, its resource labels after it
+    r"|(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL) (?=\d{4}-\d\d-\d\dT)"
+    r"|\[resource\.labels\.[\w.]+: [^\]\s]+\] "
     r"|\[ *\d+\.\d+\] "
     r"|(?P<syslog>(?:" + "|".join(_MONTHS) + r") [ \d]\d \d\d:\d\d:\d\d) (?P<sysloghost>[\w.\-]+) "
     r"[\w./\-]+(?:\[\d+\])?: "
@@ -55,8 +60,10 @@ _LABEL = re.compile(
 _PREFIXES = re.compile(r"(?:" + _LABEL.pattern + r")+")
 _PREFIX_CACHE: dict = {}
 _PREFIX_CACHE_SIZE = 4096
-# A line that may carry such a prefix starts with one of these (or with a month's name).
+# A line that may carry such a prefix starts with one of these (or with a month's name, or a level
+# word of vLLM's logger).
 _PREFIX_STARTS = frozenset("[ \t(|0123456789")
+_LEVEL_STARTS = frozenset(("ERROR ", "WARNIN", "INFO 0", "INFO 1", "INFO 2", "DEBUG ", "CRITIC", "DEFAUL", "NOTICE"))
 # "host:pid:tid [dev] [seconds] [file.cc:123] NCCL LEVEL message" (2.12 to 2.30; TRACE adds seconds;
 # before 2.5 without the word NCCL: "host:pid:tid [0] INFO ...", "... include/socket.h:360 WARN ...").
 # The look-behind lets a match start only where a host name can start, which keeps it linear.
@@ -255,7 +262,7 @@ def parse_line(number: int, raw: str) -> Line:
             return _new(Line, (number, text, None, host, level, msg.strip(), None))
     label = stamp = syslog_host = None
     first = text[:1]
-    if first in _PREFIX_STARTS or (text[:3] in _MONTH_SET and text[3:4] == " ") or (
+    if first in _PREFIX_STARTS or (text[:3] in _MONTH_SET and text[3:4] == " ") or text[:6] in _LEVEL_STARTS or (
             # pdsh/clush's "node1: ": the first space follows a colon (an NCCL line's follows its tid)
             first.islower() and text.find(": ", 1, 64) == text.find(" ", 1, 64) - 1 > 0):
         match = _PREFIXES.match(text)

@@ -560,6 +560,10 @@ class _Log:
                                        finding["host"])
             if finding["code"] == "connect_failed" and "Address family not supported" in finding.get("evidence", ""):
                 self._family_setter(finding)
+            if finding["code"] == "no_socket_interface":
+                named = ((self.hosts.get(finding["host"]) or {}).get("env") or {}).get("NCCL_SOCKET_IFNAME")
+                if named:
+                    finding["cause"] += f" (here NCCL_SOCKET_IFNAME={named})"
             name = _peer_name(finding.get("_peer"))
             if finding["code"] == "connect_timeout" and name in self.job.unresolved:
                 # The store's host name never resolved where it was asked: the name is the problem, not a port.
@@ -860,12 +864,20 @@ def _physical_nics(hosts: Dict[str, dict]) -> List[str]:
 def _dedupe(findings: List[dict]) -> List[dict]:
     """One finding per (code, host, cause), keeping the first evidence and counting the rest."""
     merged: Dict[tuple, dict] = {}
+    ranks: Dict[tuple, set] = {}
     for finding in findings:
         key = (finding["code"], finding["host"], finding["cause"])
         if key in merged:
             merged[key]["count"] += finding.get("count", 1)
         else:
             merged[key] = dict(finding, count=finding.get("count", 1))
+        if finding.get("rank") is not None:
+            ranks.setdefault(key, set()).add(finding["rank"])
+    for key, finding in merged.items():
+        # The same error from a line that names no rank (NCCL's own, by pid) and one that does ("[rank0]:"):
+        # the rank the others name, where they agree.
+        if finding.get("rank") is None and len(ranks.get(key, ())) == 1:
+            finding["rank"] = next(iter(ranks[key]))
     return sorted(merged.values(), key=sort_key)
 
 

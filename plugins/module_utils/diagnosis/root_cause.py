@@ -90,6 +90,7 @@ def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems
         findings.append(dict(desync, count=1))
         findings.extend(_oom_behind_desync(desync, job))
     _fingerprint_minority(findings, job)
+    _sshd_port_taken(findings)
     roots = _death_findings(job, settle_host)
     root = _own_root(findings, roots) or _setup_root(findings, roots, job) or _stopped_from_outside(findings, job)
     if root is not None:
@@ -240,6 +241,15 @@ def _before(finding: dict, end: dict) -> bool:
             and not earlier(end.get("time"), finding.get("time")):
         return True  # a task's other file (its .err beside the .out that says it completed): nothing comes after
     return earlier(finding.get("time"), end.get("time"))
+
+
+def _sshd_port_taken(findings: List[dict]) -> None:
+    """sshd could not bind its port on a host: a launcher's SSH failures there (refused, or a key that the
+    process holding the port does not know) follow from it."""
+    if any(f["code"] == "address_in_use" and "Bind to port" in (f.get("evidence") or "") for f in findings):
+        for finding in findings:
+            if finding["code"] == "launch_failed" and finding["severity"] == "error":
+                finding.update(severity="warning", consequence_of="address_in_use")
 
 
 def _own_root(findings: List[dict], roots: List[dict]) -> Optional[dict]:
@@ -512,7 +522,9 @@ def _death_finding(death: dict, job, settle_host) -> dict:
     rank = death.get("rank")
     nccl = job.ranks.get(rank) if rank is not None else None
     # A pod's host name is the pod's (what its own lines carry), not the Kubernetes node it ran on.
-    named = (nccl or {}).get("host") or death.get("host") or death.get("pod") or death.get("node")
+    # The kernel's OOM kill is on the host its log line names (syslog's, journalctl's "gpu-n05 kernel:").
+    named = (nccl or {}).get("host") or death.get("host") or death.get("pod") or death.get("node") \
+        or death.get("oom_host")
     host = settle_host(named)
     who = f"rank {rank}" if rank is not None else f"pod {death['pod']}" if death.get("pod") else \
         f"pid {death['pid']}" if death.get("pid") else "a worker process (its launcher names no rank or pid)"
@@ -531,14 +543,16 @@ def _death_finding(death: dict, job, settle_host) -> dict:
                    + (f" ({death['limit']})" if death.get("limit") else ""))
         fix = ("give the job more host memory or use less (smaller batch, fewer data-loader workers, no dataset "
                "held in memory per rank); `dmesg -T | grep -i -e oom -e 'killed process'` shows what was using it")
-    elif sig == 7 and (death.get("origin") or {}).get("source") in job.small_shm:
-        # A bus error in a container whose /dev/shm the banner of the same log calls the 64 MB default:
-        # the shared-memory segment NCCL (or a DataLoader) mapped ran past what /dev/shm holds.
-        banner = job.small_shm[death["origin"]["source"]]
+    elif sig == 7 and job.small_shm:
+        # A bus error where a line says /dev/shm is small (a container's 64 MB default, by its banner in the
+        # same log or Ray's warning at the node's start): the shared-memory segment NCCL (or a DataLoader)
+        # mapped ran past what /dev/shm holds.
+        banner = job.small_shm.get((death.get("origin") or {}).get("source")) or next(iter(job.small_shm.values()))
+        said = " ".join(banner["evidence"].split())[:160]
         return dict(banner, code="shm_too_small", severity="error", host=host, rank=None, count=1,
                     consequence_of=None,
-                    cause=f"{who}{where}{extra} was killed by signal 7 (SIGBUS) in a container whose /dev/shm is the "
-                          "64 MB default (its banner says so): the shared memory NCCL or a DataLoader mapped ran past it",
+                    cause=f"{who}{where}{extra} was killed by signal 7 (SIGBUS) where /dev/shm is small ({said}): the "
+                          "shared memory NCCL or a DataLoader mapped ran past it",
                     fix="give the container more shared memory: `docker run --shm-size=16g` (or `--ipc=host`), on "
                         "Kubernetes an emptyDir with medium: Memory at /dev/shm")
     elif sig is not None:

@@ -16,6 +16,12 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Pattern
 from ansible_collections.ncclkit.cluster.plugins.module_utils.network.cluster_nic import VIRTUAL_NIC_PATTERNS
 from .lines import parse_address
 
+# CUDA error 802: what it means on the hosts that have it, and the fix (a rank's exception says it too).
+CAUSE_FABRIC_MANAGER = ("on NVSwitch systems (HGX/DGX A100, H100, H200) the NVIDIA Fabric Manager is not running or "
+                        "does not match the driver")
+FIX_FABRIC_MANAGER = ("start it with `systemctl enable --now nvidia-fabricmanager` (the package version must equal the "
+                      "driver version); check `nvidia-smi -q | grep -i fabric`")
+
 SEVERITIES = ("error", "warning", "info")
 
 FIX_NIC = ("set NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to the NIC on the cluster (private) network, "
@@ -343,10 +349,16 @@ RULES = (
     _rule("address_in_use", "error", ("EADDRINUSE", "lready in use"),
           r"(?:port: (?P<port>\d+).*(?:EADDRINUSE|address already in use)|(?:EADDRINUSE|[Aa]ddress already in use)"
           r".*port:? (?P<port2>\d+)|bind to \S*:(?P<port3>\d+)\)? \(errno: 98)",
-          "port {port}{port2}{port3} is taken, so the rendezvous store (TCPStore, MASTER_PORT) cannot listen: an "
+          "port {port}{port2}{port3} is taken (EADDRINUSE, address already in use), so the rendezvous store (TCPStore, MASTER_PORT) cannot listen: an "
           "earlier run still holds it, or two jobs use the same MASTER_PORT",
           "stop the leftover process (`ss -ltnp | grep :{port}{port2}{port3}`), or choose another MASTER_PORT for "
           "this job"),
+    _rule("address_in_use", "error", "Bind to port",
+          r"Bind to port (?P<port>\d+) on \S+ failed: Address already in use",
+          "sshd cannot listen on port {port}, another process holds it (another job's sshd on the same node, "
+          "with host networking): SSH to this host reaches that process or nothing, so a launcher's SSH fails here",
+          "free port {port} on that node (pods with host networking and the same sshd port must not share a node: "
+          "pod anti-affinity), or give this job's sshd another port"),
     _rule("address_in_use", "error", ("lready in use", "EADDRINUSE"),
           r"(?:Address already in use|EADDRINUSE|address already in use)",
           "a port this process needs is taken: an earlier run still holds it, or two jobs use the same "
@@ -477,11 +489,8 @@ RULES = (
           "expandable_segments:True, lower NCCL_BUFFSIZE or NCCL_NCHANNELS_PER_NET_PEER, and check with "
           "`nvidia-smi` that no other process holds memory on that GPU"),
     _rule("cuda_not_initialized", "error", "system not yet initialized",
-          r"system not yet initialized",
-          "CUDA reports 'system not yet initialized': on NVSwitch systems (HGX/DGX A100, H100, H200) the "
-          "NVIDIA Fabric Manager is not running or does not match the driver",
-          "start it with `systemctl enable --now nvidia-fabricmanager` (the package version must equal the "
-          "driver version); check `nvidia-smi -q | grep -i fabric`"),
+          r"system not yet initialized", "CUDA reports 'system not yet initialized': " + CAUSE_FABRIC_MANAGER,
+          FIX_FABRIC_MANAGER),
     _rule("cuda_error", "error", "Xid",
           r"NVRM: Xid \((?P<bus>[^)]*)\): (?P<xid>\d+)(?:, pid=(?P<xid_pid>\d+))?",
           "the GPU at {bus} reported Xid {xid}, a fault of the GPU or its driver (79: fallen off the bus; 48, 63, 64, "

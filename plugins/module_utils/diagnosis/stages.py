@@ -28,13 +28,15 @@ _LIGHTNING_START = ("Initializing distributed: GLOBAL_RANK", "| Name ", "Sanity 
 _LIGHTNING_END = ("`Trainer.fit` stopped", "Trainer.fit stopped")
 # Of those, the ones that say it ended well (a worker group that finished after a restart, a trainer's end).
 _SUCCESS = ("successfully finished", "Training completed", "training completed", "exits successfully",
-            "Job completed successfully")  # (the last: submitit's, in every task's log)
+            "Job completed successfully",  # submitit's, in every task's log
+            "' succeeded")  # Ray's job end
 # torchrun's agent and launchers that say the job ended (successfully or not).
 _JOB_END = ("Local worker group finished", "Done waiting for other agents", "worker group successfully finished",
             "Training completed", "training completed", "Training finished", "training finished",
             "exits successfully",  # DeepSpeed's launcher: "Process 7001 exits successfully."
             "Job completed successfully",  # submitit
-            "Shutting down background thread")  # Horovod, at hvd.shutdown()
+            "Shutting down background thread",  # Horovod, at hvd.shutdown()
+            "' succeeded")  # `ray job submit`: "Job 'raysubmit_X' succeeded"
 # Launchers that start a torch.distributed job without NCCL lines of their own.
 _LAUNCHER_START = ("in DeepSpeed with backend", "Starting elastic_operator", "horovod/common")
 
@@ -43,7 +45,8 @@ _LAUNCHER_START = ("in DeepSpeed with backend", "Starting elastic_operator", "ho
 # rows of an open nccl-tests table).
 # ("Epoch N:" alone does not start a fit here: Lightning's start lines come first.)
 MARKERS = _LIGHTNING_START + _LIGHTNING_END + _JOB_END + _LAUNCHER_START + (
-    "GLOBAL_RANK", "Trainer.fit", "inished", "ompleted", "Done waiting", "exits successfully", "Shutting down")
+    "GLOBAL_RANK", "Trainer.fit", "inished", "ompleted", "Done waiting", "exits successfully", "Shutting down",
+    "' succeeded")
 
 
 def _bar(kept: tuple) -> Optional[dict]:
@@ -106,7 +109,7 @@ class Stages:
             if "reached" in text:  # "`Trainer.fit` stopped: `max_epochs=3` reached."
                 self._succeeded(origin())
         if ("inished" in text or "ompleted" in text or "Done waiting" in text or "exits successfully" in text
-                or "Shutting down" in text) \
+                or "Shutting down" in text or "' succeeded" in text) \
                 and any(marker in text for marker in _JOB_END):
             self.job_end = True
             self.recognised += 1

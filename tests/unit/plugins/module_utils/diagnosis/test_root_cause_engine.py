@@ -101,7 +101,11 @@ def test_the_earliest_own_failure_is_the_root_when_the_clocks_tell():
     ("ValueError", "bad batch at step 6", "rank_exception"),
     ("proj.data.errors.DataCorruptError", "shard 17", "rank_exception"),
     ("torch.OutOfMemoryError", "CUDA out of memory. Tried to allocate 2.00 GiB", "cuda_oom"),
-    ("RuntimeError", "CUDA error: an illegal memory access was encountered", "rank_exception"),
+    # A GPU fault, as NCCL's own lines of it are: the rank's cuda_error (its fix tells a bad access by Xid).
+    ("RuntimeError", "CUDA error: an illegal memory access was encountered", "cuda_error"),
+    ("RuntimeError", "CUDA error: device-side assert triggered", "rank_exception"),
+    ("RuntimeError", "Unexpected error from cudaGetDeviceCount(). Error 802: system not yet initialized",
+     "cuda_not_initialized"),
     ("torch.distributed.DistBackendError", "NCCL error in: x, remote process exited", None),
     ("RuntimeError", "[../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.2]:1",
      None),
@@ -884,3 +888,85 @@ def test_a_nul_inside_a_broken_utf8_sequence_reads_alike_streamed_and_in_memory(
     data = b"x \xe2\x00\x94 torchrun's ChildFailedError report\nRoot Cause (first observed failure):\n"
     streamed = read_nccl_log_files([io.BytesIO(data)])["findings"]
     assert [f["evidence"] for f in streamed] == [f["evidence"] for f in read_nccl_log(data)["findings"]]
+
+
+# ---- the eighth blind pass (w8-k8s-*, w8-rl-*): Kubernetes operators, cloud ML platforms, Ray ----
+
+def test_a_traceback_inside_vllm_logger_lines_is_read_and_its_wrapper_is_not_the_rank_s_own():
+    """vLLM logs an engine's traceback line by line behind "ERROR MM-DD HH:MM:SS [file.py:N] ", then raises
+    EngineDeadError, which only points back at it (shape: verl#4308)."""
+    pre = "(AsyncvLLMServer pid=52392, ip=10.88.0.32) ERROR 08-21 11:38:14 [core.py:700] "
+    text = (pre + "Traceback (most recent call last):\n"
+            + pre + '  File "/x/vllm/v1/worker/gpu_model_runner.py", line 12, in execute_model\n'
+            + pre + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.69 GiB. GPU 5 has a total\n"
+            + "(TaskRunner pid=20871) Traceback (most recent call last):\n"
+            + '(TaskRunner pid=20871)   File "/x/vllm/v1/engine/async_llm.py", line 375, in output_handler\n'
+            + "(TaskRunner pid=20871) vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+              "See stack trace (above) for the root cause.\n")
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["host"]) == ("cuda_oom", "10.88.0.32")
+
+
+def test_a_log_service_export_s_severity_stamp_and_resource_labels_are_prefixes():
+    """Cloud Logging's export: "ERROR <ISO stamp> [resource.labels.taskName: workerpool1-1] [rank19]: ..."
+    (shape: GoogleCloudPlatform/gcsfuse#1830): the rank label behind them is read."""
+    pre = "ERROR 2024-09-18T04:19:58.518000000Z [resource.labels.taskName: workerpool1-1] [rank19]: "
+    text = (pre + "Traceback (most recent call last):\n" + pre + '  File "/opt/t/data.py", line 74, in __getitem__\n'
+            + pre + "OSError: [Errno 5] Input/output error: '/gcs/bucket/x.webp'\n")
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["rank"]) == ("rank_exception", 19) and "OSError" in root["cause"]
+
+
+def test_sshd_that_cannot_bind_its_port_explains_the_launcher_s_ssh_failures(tmp_path):
+    """A hostNetwork MPIJob worker's sshd finds its port taken; the launcher's SSH then reaches another
+    job's sshd and is refused (shape: kubeflow/mpi-operator#593)."""
+    (tmp_path / "launcher.txt").write_text("mpiuser@job-worker-1.job.svc: Permission denied (publickey).\n"
+                                           "ORTE was unable to reliably start one or more daemons.\n")
+    (tmp_path / "worker-1.txt").write_text("Bind to port 2222 on 0.0.0.0 failed: Address already in use.\n"
+                                           "Cannot bind any address.\n")
+    root = first(read_nccl_log_files([str(tmp_path / "launcher.txt"), str(tmp_path / "worker-1.txt")]))
+    assert root["code"] == "address_in_use" and "2222" in root["cause"] and "sshd" in root["cause"]
+    alone = first(read_nccl_log_files([str(tmp_path / "launcher.txt")]))
+    assert alone["code"] == "launch_failed"
+
+
+def test_no_socket_interface_names_the_interface_asked_for_and_the_rank_of_the_same_error():
+    text = ("master-0:71:71 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to net1\n"
+            "master-0:71:71 [0] bootstrap.cc:66 NCCL WARN Bootstrap : no socket interface found\n"
+            "[rank0]: Bootstrap : no socket interface found\n")
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["rank"]) == ("no_socket_interface", 0) and "NCCL_SOCKET_IFNAME=net1" in root["cause"]
+
+
+def test_a_ray_job_that_succeeded_recovered_from_its_warnings():
+    text = ("(WorkerDict pid=44313) trn-h100-10:44313:46120 [3] transport/net_ib.cc:1095 NCCL WARN NET/IB : Got "
+            "async event : GID table change\n")
+    assert first(read_nccl_log(text))["severity"] == "error"
+    done = read_nccl_log(text + "------------------------------------------\nJob 'raysubmit_HkY3' succeeded\n")
+    assert all(f["severity"] != "error" for f in done["findings"])
+
+
+def test_absl_s_crash_report_is_the_death_of_that_pid_and_a_small_dev_shm_makes_a_bus_error_shm_too_small():
+    crash = ("(RayWorkerVllm pid=747, ip=10.244.7.15) *** SIGBUS received at time=1713852726 on cpu 37 ***\n"
+             "(RayWorkerVllm pid=747, ip=10.244.7.15) Fatal Python error: Bus error\n")
+    root = first(read_nccl_log(crash))
+    assert (root["code"], root["host"]) == ("rank_killed", "10.244.7.15") and "SIGBUS" in root["cause"]
+    small = ("2024-04-23 05:49:51,590\tWARNING services.py:2017 -- WARNING: The object store is using /tmp instead "
+             "of /dev/shm because /dev/shm has only 67108864 bytes available. This will harm performance!\n")
+    root = first(read_nccl_log(small + crash))
+    assert (root["code"], root["host"]) == ("shm_too_small", "10.244.7.15") and "67108864" in root["cause"]
+    big = small.replace("67108864", str(64 << 30))
+    assert first(read_nccl_log(big + crash))["code"] == "rank_killed"
+    # torch's watchdog aborting a rank (SIGABRT) is no crash of its own
+    aborted = "(Ref pid=4149, ip=10.1.2.11) *** SIGABRT received at time=1740570247 on cpu 7 ***\n"
+    assert not any(f["code"] == "rank_killed" for f in read_nccl_log(aborted)["findings"])
+
+
+def test_the_kernel_s_oom_kill_is_on_the_host_its_journal_line_names(tmp_path):
+    (tmp_path / "driver.log").write_text("(TaskRunner pid=301, ip=10.0.0.4) step 3\n"
+                                         "(WorkerDict pid=7210, ip=10.0.0.6) step 3\n")
+    (tmp_path / "journal.txt").write_text(
+        "Jun 18 16:41:19 gpu-n05 kernel: Out of memory: Killed process 48208 (ray::WorkerDict) total-vm:2532kB, "
+        "anon-rss:644kB, file-rss:1kB, shmem-rss:0kB, UID:0 pgtables:48kB oom_score_adj:1000\n")
+    root = first(read_nccl_log_files([str(tmp_path / "driver.log"), str(tmp_path / "journal.txt")]))
+    assert (root["code"], root["host"]) == ("oom_killed", "gpu-n05") and "48208" in root["cause"]
