@@ -26,6 +26,9 @@ CONNECTIVITY = frozenset({
 NETWORK_CAUSES = ("cluster_nic_down", "route_off_cluster", "peer_ports_blocked", "master_port_blocked", "hostname_unresolvable",
                   "hostname_loopback", "hostname_unreachable", "socket_ifname_wrong", "gloo_unpinned", "nccl_unpinned",
                   "master_off_cluster")
+# The check's codes that make a rank on that host look stuck in a collective (its peers' data never
+# reaches it), in the order a single cause is chosen.
+HANG_HOST_CAUSES = ("cluster_nic_down", "route_off_cluster", "peer_ports_blocked")
 # Root codes a host fault explains only where the logs name no host (a live state may be the job's
 # own leftover, e.g. its store still holding the port: it must not move a host the logs named).
 HOST_CAUSES: dict[str, tuple[str, ...]] = {
@@ -73,6 +76,11 @@ def _causes(root: dict, check: dict) -> tuple[str, list[dict], str] | None:
         wanted: tuple[str, ...] = NETWORK_CAUSES
     elif root["code"] == "hang_in_collective" and root.get("rank") is None:
         wanted = ("path_mtu",)  # connected, then stuck with no rank to blame: full frames that never arrive
+    elif root["code"] == "hang_in_collective":
+        # A suspect rank on a host whose own connections the check finds broken (its firewall drops what
+        # its peers send, its NIC or route is off): the rank never got the data, it did not stop.
+        wanted = HANG_HOST_CAUSES
+        errors = [f for f in errors if f.get("host") == root.get("host")]
     elif root["code"] in HOST_CAUSES and root.get("host") in UNKNOWN_HOSTS:
         wanted = HOST_CAUSES[root["code"]]
     else:

@@ -119,6 +119,19 @@ def test_a_collective_hang_with_no_rank_to_blame_takes_a_path_that_drops_full_fr
     assert (explained["host"], explained["explained_by"]) == ("node2", ["path_mtu"])
 
 
+def test_a_suspect_rank_whose_own_host_drops_its_peers_connections_is_explained_by_that_host():
+    """A rank that "never entered the collective" (its peers timed out, it did not) on a host whose firewall
+    the check finds dropping connections to its ports: the rank never got the data (the 3-node matrix's
+    gloo_ports_dropped_inbound read so from its logs). The same finding on another host explains nothing."""
+    result = logs("rank_stopped-1")
+    root = result["findings"][0]
+    assert (root["code"], root["host"]) == ("hang_in_collective", "node1")
+    other = explain(result, check(item("peer_ports_blocked", "node2")))["findings"][0]
+    assert "explained_by" not in other and other["rank"] == root["rank"]
+    own = explain(result, check(item("peer_ports_blocked", "node1"), item("path_mtu", "node1")))["findings"][0]
+    assert (own["code"], own["host"], own["explained_by"]) == ("hang_in_collective", "node1", ["peer_ports_blocked"])
+
+
 def test_a_host_that_rejects_its_peers_connections_is_named_over_the_rendezvous_master():
     # Two nodes, node2 rejecting inbound to its ephemeral range (the replies to its own connections
     # too): node2 cannot reach the rendezvous either, which alone would point at the master node1.
