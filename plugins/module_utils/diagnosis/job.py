@@ -85,6 +85,11 @@ _FORENSICS_RAS = "ncclkit-forensics: ras: "
 # NGC containers' banner where `docker run` gave no --shm-size/--ipc=host: "NOTE: The SHMEM allocation
 # limit is set to the default of 64MB. This may be insufficient for PyTorch...".
 _SMALL_SHM = "SHMEM allocation limit is set to the default"
+# The kernel's IOMMU faults (AMD-Vi's "Event logged [IO_PAGE_FAULT domain=...]", Intel VT-d's "DMAR: [DMA
+# Read NO_PASID] Request device [41:00.0] fault addr ... [fault reason 0x06]"): a device's DMA the IOMMU
+# refused, GPU peer-to-peer traffic sent through it (ACS on the PCIe bridges) among them.
+_IOMMU_AMD = "Event logged [IO_PAGE_FAULT"
+_IOMMU_INTEL = "[fault reason"
 # Ray's node start where /dev/shm is small: "The object store is using /tmp instead of /dev/shm because
 # /dev/shm has only 67108864 bytes available." (The marker is the part that keeps the line prefilter's
 # letter pairs as they are: a new pair would let many more lines through.)
@@ -118,7 +123,7 @@ MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on si
            "Process name: [[", "Exit code:", "OOMKilled", "Name:", "memory:",
            "(exitcode: ", "exits with return code", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL",
            " compiled with CUDA ", "Timed out waiting", "GLOBAL_RANK", "world_rank=", "global_rank_mapping=",
-           "spawned with command", ": Test failure", "Missing ranks:", _SMALL_SHM, _RAY_SHM,
+           "spawned with command", ": Test failure", "Missing ranks:", _SMALL_SHM, _RAY_SHM, _IOMMU_AMD, _IOMMU_INTEL,
            _FINGERPRINT_MARK, _GAI_FAILED, _SUBMITIT_MARK, "Pending", "Failed to pull image",
            "FailedScheduling", _TERM_MARK, " CANCELLED AT", " received at time=") + _RENDEZVOUS_DONE
 # Horovod's stall inspector: "Missing ranks:" then one line per rank that did not submit the tensors
@@ -172,6 +177,7 @@ class JobEvidence:
         self.source_hosts: Dict[str, set] = {}    # file -> the hosts whose NCCL lines it holds
         self.small_shm: Dict[str, dict] = {}      # file -> origin of its line saying /dev/shm is small
         self.gpu_oom: Dict[str, dict] = {}        # file -> origin of its first "CUDA out of memory" line (any logger)
+        self.iommu_faults: Dict[str, dict] = {}   # file -> {origin, host (the line's, if any), count} of IOMMU faults
         self.fingerprints: Dict[int, str] = {}    # rank -> its collective as torch's desync check prints it
         self.networks: Dict[str, set] = {}        # host -> the networks NCCL says it uses ("IB", "Socket", ...)
         self.unresolved: Dict[str, int] = {}      # name -> how often c10d could not resolve it (gai error -2)
@@ -293,6 +299,12 @@ class JobEvidence:
             for match in _FINGERPRINT.finditer(text):
                 self.fingerprints.setdefault(int(match["rank"]), match["print"])
         ray_shm = _RAY_SHM_BYTES.search(text) if _RAY_SHM in text else None
+        if _IOMMU_AMD in text or _IOMMU_INTEL in text:
+            found = self.iommu_faults.get(origin().get("source"))
+            if found is None:
+                self.iommu_faults[origin().get("source")] = {"origin": origin(), "host": self._line_host, "count": 1}
+            else:
+                found["count"] += 1
         if _SMALL_SHM in text or (ray_shm and int(ray_shm["bytes"]) < _SMALL_SHM_BYTES):
             found = origin()
             self.small_shm.setdefault(found.get("source"), found)

@@ -634,6 +634,13 @@ def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) ->
         host = _host_by_neighbours(rank, job.timeouts)
     if rank is not None and host is None and ras and ras[0]["rank"] == rank:
         host = job.pid_hosts.get(ras[0]["pid"])  # RAS names the bootstrap address; NCCL's prefix the host
+    if rank is None and host is None:
+        faulted = _iommu_host(job)
+        if faulted:
+            host, count, evidence = faulted
+            reasons.append(f"{host}'s kernel log has {count} IOMMU fault(s) ({evidence}): its devices' DMA is "
+                           "refused, GPU peer-to-peer traffic sent through the IOMMU among it (ACS on the PCIe "
+                           "bridges, or the IOMMU on where P2P needs it off or in pass-through)")
     if rank is None:
         host = settle_host(host)
     elif host is None and settle_host(None) not in (None, "unknown"):
@@ -651,6 +658,20 @@ def _collective_hang(job, findings, dumps_verdict, ras_problems, settle_host) ->
     # Without a named suspect the evidence only points at a hang: low confidence, and the fix says what to collect.
     return dict(origin, code="hang_in_collective", severity="error", host=host, rank=rank, count=1,
                 consequence_of=None, cause=cause, fix=FIX_COLLECTIVE, confidence="high" if rank is not None else "low")
+
+
+def _iommu_host(job) -> Optional[tuple]:
+    """(host, faults, a quoted line) of the one host whose kernel log shows IOMMU faults, else None."""
+    hosts = {r["host"] for r in job.ranks.values() if r.get("host")}
+    found: Dict[str, list] = {}
+    for source, fault in job.iommu_faults.items():
+        host = fault["host"] or file_host(source, hosts)
+        if host:
+            found.setdefault(host, []).append(fault)
+    if len(found) != 1:
+        return None
+    host, faults = next(iter(found.items()))
+    return host, sum(f["count"] for f in faults), " ".join(faults[0]["origin"]["evidence"].split())[:160]
 
 
 def _first_origin(ras, dumps_verdict) -> dict:

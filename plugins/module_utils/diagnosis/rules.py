@@ -488,6 +488,20 @@ RULES = (
           "free GPU memory for NCCL: lower the batch size per GPU, set PYTORCH_CUDA_ALLOC_CONF="
           "expandable_segments:True, lower NCCL_BUFFSIZE or NCCL_NCHANNELS_PER_NET_PEER, and check with "
           "`nvidia-smi` that no other process holds memory on that GPU"),
+    # The Fabric Manager's own journal (`journalctl -u nvidia-fabricmanager`, `systemctl status`): without
+    # it an NVSwitch host's GPUs cannot reach each other, and the job's first collective hangs on it.
+    _rule("cuda_not_initialized", "error", "fabric manager NVIDIA GPU driver interface version",
+          r"fabric manager NVIDIA GPU driver interface version (?P<fm>\S+) don't match with driver version "
+          r"(?P<drv>\d[\d.]*\d)",
+          "the NVIDIA Fabric Manager does not start on this host: its version {fm} does not match the driver's "
+          "{drv}; " + CAUSE_FABRIC_MANAGER + ", and a collective across this host's GPUs hangs",
+          "install the Fabric Manager package of the driver's exact version (or the driver of the Fabric "
+          "Manager's), then `systemctl restart nvidia-fabricmanager`; hold both packages so that an unattended "
+          "upgrade does not move one alone", own=True),
+    _rule("cuda_not_initialized", "error", "Failed to start NVIDIA fabric manager",
+          r"Failed to start NVIDIA fabric manager",
+          "the NVIDIA Fabric Manager failed to start on this host: " + CAUSE_FABRIC_MANAGER + ", and a "
+          "collective across this host's GPUs hangs", FIX_FABRIC_MANAGER, own=True),
     _rule("cuda_not_initialized", "error", "system not yet initialized",
           r"system not yet initialized", "CUDA reports 'system not yet initialized': " + CAUSE_FABRIC_MANAGER,
           FIX_FABRIC_MANAGER),

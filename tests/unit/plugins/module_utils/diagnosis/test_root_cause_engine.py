@@ -970,3 +970,35 @@ def test_the_kernel_s_oom_kill_is_on_the_host_its_journal_line_names(tmp_path):
         "anon-rss:644kB, file-rss:1kB, shmem-rss:0kB, UID:0 pgtables:48kB oom_score_adj:1000\n")
     root = first(read_nccl_log_files([str(tmp_path / "driver.log"), str(tmp_path / "journal.txt")]))
     assert (root["code"], root["host"]) == ("oom_killed", "gpu-n05") and "48208" in root["cause"]
+
+
+def _hang_on_two_hosts(tmp_path, extra_name, extra_text):
+    """Two hosts' NCCL init done, then every rank times out in the same all-gather: no rank to blame."""
+    for host, rank in (("gpu-01", 0), ("gpu-02", 1)):
+        (tmp_path / f"{host}.log").write_text(
+            f"{host}:11{rank}:12{rank} [0] NCCL INFO comm 0x1 rank {rank} nranks 2 cudaDev 0 nvmlDev 0 busId 41000 "
+            f"commId 0xabc - Init COMPLETE\n"
+            f"[rank{rank}]:[E ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=1, OpType=ALLGATHER, NumelIn=1024, NumelOut=2048, Timeout(ms)=600000) ran for 600692 "
+            "milliseconds before timing out.\n")
+    (tmp_path / extra_name).write_text(extra_text)
+    return read_nccl_log_files(sorted(str(p) for p in tmp_path.iterdir()))
+
+
+def test_iommu_faults_in_one_host_s_kernel_log_name_it_in_a_hang_with_no_rank_to_blame(tmp_path):
+    """Shape: NVIDIA/nccl#2079, NVIDIA/cuda-samples#48 (ACS forcing P2P through the IOMMU)."""
+    root = first(_hang_on_two_hosts(tmp_path, "gpu-02-dmesg.txt", "".join(
+        f"[Wed Apr 16 14:02:29 2025] nvidia 0000:41:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x001c "
+        f"address=0x3bfd8c17{i:02d} flags=0x0030]\n" for i in range(3))))
+    assert (root["code"], root["host"], root["rank"]) == ("hang_in_collective", "gpu-02", None)
+    assert "3 IOMMU fault(s)" in root["cause"]
+
+
+def test_a_fabric_manager_that_does_not_start_is_the_root_of_the_hang_on_its_host(tmp_path):
+    """Shape: pytorch/pytorch#129749, NVIDIA/gpu-operator#544 (the Fabric Manager's version against the driver's)."""
+    root = first(_hang_on_two_hosts(tmp_path, "gpu-02-fabricmanager.txt", (
+        "Jul 11 06:25:19 gpu-02 nv-fabricmanager[2215773]: fabric manager NVIDIA GPU driver interface version "
+        "550.90.07 don't match with driver version 550.54.15. Please update with matching NVIDIA driver package.\n"
+        "Jul 11 06:25:19 gpu-02 systemd[1]: Failed to start NVIDIA fabric manager service.\n")))
+    assert (root["code"], root["host"]) == ("cuda_not_initialized", "gpu-02")
+    assert "550.90.07" in root["cause"] and "550.54.15;" in root["cause"]
