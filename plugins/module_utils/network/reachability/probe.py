@@ -395,7 +395,10 @@ class Check:
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         except FileNotFoundError:
             return None, "iperf3 is not installed"
-        time.sleep(0.05)
+        # Listening before the peers' first round connects (a loaded host starts iperf3 late).
+        deadline = time.monotonic() + 3
+        while server.poll() is None and not _listening(self.iperf3_port) and time.monotonic() < deadline:
+            time.sleep(0.02)
         if server.poll() is not None:
             return None, (server.stderr.read().strip() or f"iperf3 -s exited {server.returncode}")
         return server, "ok"
@@ -449,6 +452,22 @@ def _attach_ring_figures(probes: List[dict], links: List[dict]):
         first = next((link for link in links if link["target"] == probe["peer"]), None)
         probe["bandwidth_gbps"] = first["sent_gbps"] if first else None
         probe["bandwidth_error"] = first["error"] if first else None
+
+
+def _listening(port: int) -> bool:
+    """Whether a TCP socket of this network namespace listens on `port` (/proc/net/tcp and tcp6)."""
+    wanted = f":{port:04X}"
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as handle:
+                next(handle, None)   # the header
+                for line in handle:
+                    fields = line.split()   # sl, local address:port, remote, state (0A: LISTEN), ...
+                    if fields[1].endswith(wanted) and fields[3] == "0A":
+                        return True
+        except (OSError, IndexError):
+            continue
+    return False
 
 
 def _raise_open_files_limit():

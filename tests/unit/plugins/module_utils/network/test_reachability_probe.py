@@ -21,7 +21,7 @@ from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachabili
     expected_probers,
     probe_peers,
 )
-from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.probe import Check
+from ansible_collections.ncclkit.cluster.plugins.module_utils.network.reachability.probe import Check, _listening
 from ansible_collections.ncclkit.cluster.plugins.modules import nccl_reachability
 
 # A loopback /24 of its own per run: other test runs on this machine use other ones.
@@ -245,3 +245,14 @@ def test_the_module_plans_its_link_tests_and_says_when_one_fails(capsys):
     with patch_module_args(dict(args, iperf3_rounds=-1)), pytest.raises(SystemExit):
         nccl_reachability.main()
     assert "iperf3_rounds must be 0 or more" in json.loads(capsys.readouterr().out)["msg"]
+
+
+def test_listening_reads_the_kernel_s_table_of_listening_sockets():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    assert not _listening(port)   # bound, not yet listening
+    server.listen(1)
+    assert _listening(port)
+    server.close()
+    assert not _listening(port)
