@@ -543,6 +543,7 @@ class _Log:
                 finding.update(host=hosts[0] if len(hosts) == 1 else finding["host"], rank=None, cause=(
                     f"rank(s) {', '.join(map(str, ranks[:8]))}{where} run NCCL {version} while the others run "
                     f"{common} (NCCL's version codes: 22703 is 2.27.3): the ranks of one job must load the same NCCL"))
+        rdma_peer = None  # (address, its host, the hosts reporting failed transfers with it)
         for finding in findings:
             if finding.get("_subject_host"):  # about the host the line names (the one SSH could not start on)
                 finding["host"] = finding["_subject_host"]
@@ -551,6 +552,13 @@ class _Log:
                     finding["rank"] = self.job.pid_rank.get((finding["host"], finding["_subject_pid"]))
             if finding["code"] in ("connect_refused", "no_route"):
                 self._refusing_peer(finding)
+            if finding["code"] == "ib_completion_error" and finding.get("_peer") and rdma_peer is None:
+                rdma_peer = self._common_rdma_peer(findings)
+            if finding["code"] == "ib_completion_error" and rdma_peer and _address_of(finding.get("_peer")) == rdma_peer[0]:
+                address, owner, reporters = rdma_peer
+                _to_the_one_culprit(finding, [owner], lambda culprit, reporter: (
+                    f" ({address} is {culprit}'s, as its NCCL lines show: the transfers of {len(reporters)} hosts "
+                    f"({', '.join(reporters)}) with it failed)"))
             if finding["code"] == "launch_failed" and "pyxis" in finding.get("evidence", "") \
                     and finding["host"] in (UNKNOWN_HOST, default_host):
                 # The task failure srun reports next in the same file names the node.
@@ -628,6 +636,31 @@ class _Log:
                          if where == address.group(1)})
         _to_the_one_culprit(finding, owners, lambda owner, reporter: (
             f" ({address.group(1)} is {owner}'s, as its NCCL lines show: {reporter} reported it)"))
+
+    def _common_rdma_peer(self, findings: List[dict]):
+        """The one peer address that several hosts' failed RDMA transfers name, with the job's host that owns
+        it (its NCCL interfaces), or None: a host whose HCA or port is at fault fails with every peer, and
+        every peer names it."""
+        reporters: Dict[str, set] = {}
+        for finding in findings:
+            address = _address_of(finding.get("_peer")) if finding["code"] == "ib_completion_error" else None
+            if address and finding["host"] not in (None, UNKNOWN_HOST):
+                reporters.setdefault(address, set()).add(finding["host"])
+        ranked = sorted(reporters.items(), key=lambda item: -len(item[1]))
+        if not ranked or len(ranked[0][1]) < 2 or (len(ranked) > 1 and len(ranked[1][1]) == len(ranked[0][1])):
+            return None
+        address, named_by = ranked[0]
+        owners = sorted({name for name, info in self.hosts.items()
+                         for nics in (info["bootstrap_nics"], info["net_nics"]) for (dummy, where) in nics
+                         if where == address})
+        if not owners:
+            # NCCL 2.19+ names both ends' RoCE GIDs ("localGid ::ffff:10.60.1.16 remoteGids::ffff:10.60.1.17"):
+            # the peer is the host whose own failed transfers name that GID as theirs.
+            local = {gid: f["host"] for f in findings if f["code"] == "ib_completion_error"
+                     for gid in _GID_LOCAL.findall(f.get("evidence") or "")}
+            owners = sorted({local[gid] for f in findings if _address_of(f.get("_peer")) == address
+                             for gid in _GID_REMOTE.findall(f.get("evidence") or "") if gid in local})
+        return (address, owners[0], sorted(named_by)) if len(owners) == 1 else None
 
     def _family_setter(self, finding: dict) -> None:
         """A socket of a peer's family failed here: the one host whose NCCL_SOCKET_FAMILY differs is the cause."""
@@ -891,6 +924,16 @@ def _to_the_one_culprit(finding: dict, culprits: list, why) -> None:
     host's, and the cause says why (`why(culprit, reporter)`, appended)."""
     if len(culprits) == 1 and culprits[0] != finding["host"]:
         finding.update(host=culprits[0], rank=None, cause=finding["cause"] + why(culprits[0], finding["host"]))
+
+
+_GID_LOCAL = re.compile(r"localGid (\S+)")
+_GID_REMOTE = re.compile(r"remoteGids ?(\S+)")
+
+
+def _address_of(peer) -> Optional[str]:
+    """The address in a peer as NCCL writes it ("10.0.0.7<45873>", "[fe80::1]<3>"), else None."""
+    found = re.match(r"\[?([0-9a-fA-F.:]+?)\]?(?:<\d+>)?$", (peer or "").strip())
+    return found.group(1) if found else None
 
 
 def _peer_name(peer) -> Optional[str]:

@@ -289,8 +289,8 @@ RULES = (
           r"(?:ncclIbRoceGetVersionNum|ncclIbGetGidIndex|Call to ibv_query_gid failed|GID table change|"
           r"[Ii]nvalid (?:GID|gid)(?: index)?|[Gg][Ii][Dd] (?:index|table)\S* (?:\d+ )?(?:is )?(?:invalid|not found|"
           r"out of range|empty)|NCCL_IB_GID_INDEX.*(?:invalid|out of range))",
-          "RoCE's GID table has no usable entry at the GID index NCCL uses (wrong NCCL_IB_GID_INDEX, an IPv6 "
-          "link-local or empty entry, or a container seeing another network namespace's GIDs)",
+          "RoCE's GID table has no usable entry at the GID index NCCL uses ({quoted}): a wrong NCCL_IB_GID_INDEX, "
+          "an IPv6 link-local or empty entry, or a container seeing another network namespace's GIDs",
           "pick the GID of the RoCE v2 entry with the cluster IPv4 address (`show_gids`, or `ibv_devinfo -v`) and "
           "set NCCL_IB_GID_INDEX to its index on every host (often 3); in containers give the pod the RDMA "
           "device's own network namespace"),

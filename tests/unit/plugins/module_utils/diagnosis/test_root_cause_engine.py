@@ -1002,3 +1002,38 @@ def test_a_fabric_manager_that_does_not_start_is_the_root_of_the_hang_on_its_hos
         "Jul 11 06:25:19 gpu-02 systemd[1]: Failed to start NVIDIA fabric manager service.\n")))
     assert (root["code"], root["host"]) == ("cuda_not_initialized", "gpu-02")
     assert "550.90.07" in root["cause"] and "550.54.15;" in root["cause"]
+
+
+# ---- the ninth blind pass (w9-fabric-*, w9-cloud-*) ----
+
+def test_the_peer_that_several_hosts_failed_rdma_transfers_name_is_the_culprit():
+    """One host's HCA at fault: every peer's transfers with it fail, and it fails with every peer (shape:
+    NVIDIA/nccl#1170). Its address is its NCCL bootstrap interface's."""
+    boot = "".join(f"c0{n}:1{n}:1{n} [0] NCCL INFO Bootstrap : Using eno1:10.31.0.1{n}<0>\n" for n in (6, 7, 8))
+    fail = ("c06:16:26 [0] transport/net_ib.cc:1333 NCCL WARN NET/IB : Got completion from peer 10.31.0.17<53357> with "
+            "error 12, opcode 1, len 0, vendor err 129 (Send)\n"
+            "c07:17:27 [0] transport/net_ib.cc:1333 NCCL WARN NET/IB : Got completion from peer 10.31.0.16<58968> with "
+            "error 12, opcode 0, len 0, vendor err 129 (Recv)\n"
+            "c08:18:28 [0] transport/net_ib.cc:1333 NCCL WARN NET/IB : Got completion from peer 10.31.0.17<54086> with "
+            "error 12, opcode 32610, len 0, vendor err 129 (Recv)\n")
+    root = first(read_nccl_log(boot + fail))
+    assert (root["code"], root["host"]) == ("ib_completion_error", "c07") and "c06, c08" in root["cause"]
+    # One reporter alone names nobody else: the failure stays where it was reported.
+    assert first(read_nccl_log(boot + fail.splitlines(keepends=True)[0]))["host"] == "c06"
+
+
+def test_roce_gids_in_the_completion_errors_tie_a_peer_address_to_its_host():
+    """NCCL 2.19+ prints both ends' GIDs: the peer is the host whose own errors carry that GID as local."""
+    line = ("{me}: NET/IB: Got completion from peer {peer}<4{n}> with status=12 opcode=0 len=0 vendor err 129 (Recv) "
+            "localGid ::ffff:10.60.1.{mine} remoteGids::ffff:10.60.1.{theirs} hca mlx5_1\n")
+    text = (line.format(me="r1-06", peer="10.50.0.17", n=1, mine=16, theirs=17)
+            + line.format(me="r1-08", peer="10.50.0.17", n=2, mine=18, theirs=17)
+            + line.format(me="r1-07", peer="10.50.0.16", n=3, mine=17, theirs=16))
+    root = first(read_nccl_log(text))
+    assert (root["code"], root["host"]) == ("ib_completion_error", "r1-07")
+
+
+def test_a_gid_error_quotes_its_line():
+    text = "w2:57:453 [0] misc/ibvwrap.cc:137 NCCL WARN Call to ibv_query_gid failed with error Invalid argument\n"
+    root = first(read_nccl_log(text))
+    assert root["code"] == "ib_gid_error" and "ibv_query_gid" in root["cause"]
