@@ -60,6 +60,11 @@ _OOM = re.compile(r"[Oo]ut of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<com
 # torch's watchdog: "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=49, OpType=ALLREDUCE"
 _WATCHDOG = re.compile(r"(?:\bRank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: "
                        r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel>-?\d+))?")
+# torch's report of a collective that failed: "[Rank 1] Collective WorkNCCL(SeqNum=1, OpType=ALLREDUCE,
+# NumelIn=16777216, ...) raised the following async exception": which collective, and its size, on that rank.
+_WORK_FAILED = re.compile(r"\bRank (?P<rank>\d+)\] Collective WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)"
+                          r"(?:, NumelIn=(?P<numel>-?\d+))?")
+_WORK_FAILED_MARK = "raised the following async exception"
 _TORCH_LABEL_RANK = re.compile(r"^rank(?P<rank>\d+)$")
 # Gloo's collective timeout (torch's Gloo backend, also barriers and object collectives):
 # "[.../gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 60000ms for recv operation to complete"
@@ -121,7 +126,8 @@ _FINGERPRINT = re.compile(r"Rank (?P<rank>\d+) is running collective: Collective
 # (nccl-tests' "#  Rank ... Pid" rows need no marker: lines that start with "#" pass.)
 MARKERS = ("ncclkit-forensics:", "ChildFailedError", _REPORT_ROOT, "exited on signal", "srun: error:",
            "Process name: [[", "Exit code:", "OOMKilled", "Name:", "memory:",
-           "(exitcode: ", "exits with return code", "ut of memory", "oom-kill:", "Watchdog caught", "SERVER PROTOCOL",
+           "(exitcode: ", "exits with return code", "ut of memory", "oom-kill:", "Watchdog caught", _WORK_FAILED_MARK,
+           "SERVER PROTOCOL",
            " compiled with CUDA ", "Timed out waiting", "GLOBAL_RANK", "world_rank=", "global_rank_mapping=",
            "spawned with command", ": Test failure", "Missing ranks:", _SMALL_SHM, _RAY_SHM, _IOMMU_AMD, _IOMMU_INTEL,
            _FINGERPRINT_MARK, _GAI_FAILED, _SUBMITIT_MARK, "Pending", "Failed to pull image",
@@ -177,6 +183,7 @@ class JobEvidence:
         self.source_hosts: Dict[str, set] = {}    # file -> the hosts whose NCCL lines it holds
         self.small_shm: Dict[str, dict] = {}      # file -> origin of its line saying /dev/shm is small
         self.gpu_oom: Dict[str, dict] = {}        # file -> origin of its first "CUDA out of memory" line (any logger)
+        self.works: Dict[int, tuple] = {}         # rank -> (SeqNum, OpType, NumelIn) of its failed or timed-out collective
         self.iommu_faults: Dict[str, dict] = {}   # file -> {origin, host (the line's, if any), count} of IOMMU faults
         self.fingerprints: Dict[int, str] = {}    # rank -> its collective as torch's desync check prints it
         self.networks: Dict[str, set] = {}        # host -> the networks NCCL says it uses ("IB", "Socket", ...)
@@ -281,6 +288,10 @@ class JobEvidence:
             self._match_death(_OOM, text, origin, "oom")
         elif "Watchdog caught" in text:
             self._watchdog(line, origin)
+        elif _WORK_FAILED_MARK in text:
+            match = _WORK_FAILED.search(text)
+            if match:
+                self.works.setdefault(int(match["rank"]), (int(match["seq"]), match["op"], match["numel"]))
         elif "Timed out waiting" in text:
             self._gloo_timeout(line, origin)
         if _TERM_MARK in text and "SIGTERM" in text:
@@ -494,6 +505,8 @@ class JobEvidence:
             label = _TORCH_LABEL_RANK.match(line.label)
             rank = label.group("rank") if label else None
         numel = match.group("numel")
+        if rank is not None:
+            self.works.setdefault(int(rank), (int(match.group("seq")), match.group("op"), numel))
         self.timeouts.append({"rank": int(rank) if rank is not None else None, "host": line.host,
                               "seq": int(match.group("seq")), "op": match.group("op"),
                               "numel_in": int(numel) if numel is not None else None, "origin": origin()})

@@ -91,6 +91,7 @@ def judge(findings: List[dict], job, dumps_verdict: Optional[dict], ras_problems
         findings.extend(_oom_behind_desync(desync, job))
     _fingerprint_minority(findings, job)
     _sshd_port_taken(findings)
+    _same_collective_other_sizes(findings, job)
     roots = _death_findings(job, settle_host)
     root = _own_root(findings, roots) or _setup_root(findings, roots, job) or _stopped_from_outside(findings, job)
     if root is not None:
@@ -241,6 +242,31 @@ def _before(finding: dict, end: dict) -> bool:
             and not earlier(end.get("time"), finding.get("time")):
         return True  # a task's other file (its .err beside the .out that says it completed): nothing comes after
     return earlier(finding.get("time"), end.get("time"))
+
+
+FIX_SETTINGS_DIFFER = ("give every rank the same NCCL settings: compare `env | grep ^NCCL_` and /etc/nccl.conf "
+                       "(and ~/.nccl.conf) on every host, and unset or align NCCL_PROTO, NCCL_ALGO, NCCL_BUFFSIZE "
+                       "and the like; NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=INIT,ENV prints each rank's "
+                       "`set by environment` lines")
+
+
+def _same_collective_other_sizes(findings: List[dict], job) -> None:
+    """NCCL's "message truncated" where torch shows every rank in the same collective (SeqNum, OpType) with
+    the same number of elements: the program agrees, NCCL's messages do not, so the ranks' NCCL settings
+    differ (a protocol, algorithm or buffer size set on some hosts only), not their collectives."""
+    works = set(job.works.values())
+    if len(job.works) < 2 or len(works) != 1 or next(iter(works))[2] is None:
+        return
+    seq, op, numel = next(iter(works))
+    for finding in findings:
+        evidence = finding.get("evidence") or ""
+        if finding["code"] == "collective_desync" and "truncated" in evidence:
+            sizes = evidence.split("truncated", 1)[1].split(".", 1)[0].strip(" :")[:80]
+            finding.update(code="nccl_setting_mismatch", cause=(
+                f"NCCL's messages differ in size between ranks ({sizes}) while torch shows every rank in the same "
+                f"collective #{seq} {op} with {numel} elements: the program agrees, so the ranks' NCCL settings "
+                "differ (NCCL_PROTO, NCCL_ALGO, NCCL_BUFFSIZE or the like set on some hosts only)"),
+                fix=FIX_SETTINGS_DIFFER)
 
 
 def _sshd_port_taken(findings: List[dict]) -> None:

@@ -268,7 +268,8 @@ KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
               "hangs", "gloo_unpinned", "hang_in_rendezvous", profile_removed),
     FaultKind("socket_ifname_missing", "host", "NCCL_SOCKET_IFNAME names a NIC the node lacks", "none",
               "socket_ifname_wrong", None, socket_ifname_missing, nccl_only=True),
-    FaultKind("nccl_setting_differs", "host", "NCCL_PROTO set in /etc/nccl.conf of one node only", "none",
+    FaultKind("nccl_setting_differs", "host", "NCCL_PROTO set in /etc/nccl.conf of one node only (none on the Gloo "
+              "job; an NCCL job's first all-reduce fails: nccl_setting_mismatch, measured on an H100)", "none",
               None, None, nccl_setting_differs, nccl_only=True),
     FaultKind("rank_stopped", "job", "one rank stopped by SIGSTOP mid-training", "hangs", None,
               "hang_in_collective", _job("stop")),

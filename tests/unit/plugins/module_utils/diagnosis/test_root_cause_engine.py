@@ -1037,3 +1037,24 @@ def test_a_gid_error_quotes_its_line():
     text = "w2:57:453 [0] misc/ibvwrap.cc:137 NCCL WARN Call to ibv_query_gid failed with error Invalid argument\n"
     root = first(read_nccl_log(text))
     assert root["code"] == "ib_gid_error" and "ibv_query_gid" in root["cause"]
+
+
+def test_a_message_truncated_in_the_same_collective_of_the_same_size_is_a_setting_that_differs():
+    """NCCL_PROTO on one host only (recorded on an H100: case nccl_setting_differs-1): torch shows both ranks in
+    collective #1 ALLREDUCE with the same NumelIn, NCCL's messages differ in size."""
+    work = "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=16777216, NumelOut=16777216, Timeout(ms)=20000)"
+    text = ("node1:597:646 [0] transport/net_socket.cc:567 NCCL WARN NET/Socket : peer 127.0.0.1<42738> message "
+            "truncated : receiving 1048576 bytes instead of 65536. If you believe your socket network is in a healthy "
+            "state, there may be a mismatch in collective sizes or environment settings (e.g. NCCL_PROTO, NCCL_ALGO) "
+            "between ranks\n"
+            f"[rank1]:[E1206 03:44:03.806 ProcessGroupNCCL.cpp:612] [Rank 1] Collective {work} raised the following "
+            "async exception: NCCL error: remote process exited or there was a network error\n"
+            f"[rank0]:[E1206 03:44:23.670 ProcessGroupNCCL.cpp:689] [Rank 0] Watchdog caught collective operation "
+            f"timeout: {work} ran for 20002 milliseconds before timing out.\n")
+    root = first(read_nccl_log(text))
+    assert root["code"] == "nccl_setting_mismatch" and "NCCL_PROTO" in root["cause"]
+    # Another size on one rank: the program's desync, as before.
+    other = text.replace("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, "
+                         "NumelIn=16777216", "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+                         "OpType=ALLREDUCE, NumelIn=8388608")
+    assert first(read_nccl_log(other))["code"] == "collective_desync"
