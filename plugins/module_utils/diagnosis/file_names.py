@@ -61,7 +61,8 @@ def file_host(source: Optional[str], hosts: Collection[str] = ()) -> Optional[st
     if not source or source.startswith("<"):
         return None
     parts = os.path.basename(source).split(".")
-    while len(parts) > 1 and parts[-1].lower() in _EXTENSIONS:
+    # "node1.log.gz", and a tool's word as an extension: "gpu-sfo-117.torchrun.log", "node2.dmesg.txt".
+    while len(parts) > 1 and (parts[-1].lower() in _EXTENSIONS or parts[-1].lower() in _TOOL_WORDS):
         parts.pop()
     stem = ".".join(parts)
     if stem in hosts:

@@ -543,7 +543,7 @@ class _Log:
                 finding.update(host=hosts[0] if len(hosts) == 1 else finding["host"], rank=None, cause=(
                     f"rank(s) {', '.join(map(str, ranks[:8]))}{where} run NCCL {version} while the others run "
                     f"{common} (NCCL's version codes: 22703 is 2.27.3): the ranks of one job must load the same NCCL"))
-        rdma_peer = None  # (address, its host, the hosts reporting failed transfers with it)
+        common = {}  # code -> (address, its host, how it is known, the hosts reporting failures with it) or None
         for finding in findings:
             if finding.get("_subject_host"):  # about the host the line names (the one SSH could not start on)
                 finding["host"] = finding["_subject_host"]
@@ -552,13 +552,15 @@ class _Log:
                     finding["rank"] = self.job.pid_rank.get((finding["host"], finding["_subject_pid"]))
             if finding["code"] in ("connect_refused", "no_route"):
                 self._refusing_peer(finding)
-            if finding["code"] == "ib_completion_error" and finding.get("_peer") and rdma_peer is None:
-                rdma_peer = self._common_rdma_peer(findings)
-            if finding["code"] == "ib_completion_error" and rdma_peer and _address_of(finding.get("_peer")) == rdma_peer[0]:
-                address, owner, reporters = rdma_peer
-                _to_the_one_culprit(finding, [owner], lambda culprit, reporter: (
-                    f" ({address} is {culprit}'s, as its NCCL lines show: the transfers of {len(reporters)} hosts "
-                    f"({', '.join(reporters)}) with it failed)"))
+            if finding["code"] in COMMON_PEER_CODES:
+                if finding["code"] not in common:
+                    common[finding["code"]] = self._common_peer(findings, finding["code"])
+                shared = common[finding["code"]]
+                if shared and _peer_address(finding) == shared[0]:
+                    address, owner, known, reporters = shared
+                    _to_the_one_culprit(finding, [owner], lambda culprit, reporter: (
+                        f" ({address} is {culprit}'s, {known}: {len(reporters)} hosts ({', '.join(reporters)}) "
+                        "failed with it)"))
             if finding["code"] == "launch_failed" and "pyxis" in finding.get("evidence", "") \
                     and finding["host"] in (UNKNOWN_HOST, default_host):
                 # The task failure srun reports next in the same file names the node.
@@ -637,30 +639,38 @@ class _Log:
         _to_the_one_culprit(finding, owners, lambda owner, reporter: (
             f" ({address.group(1)} is {owner}'s, as its NCCL lines show: {reporter} reported it)"))
 
-    def _common_rdma_peer(self, findings: List[dict]):
-        """The one peer address that several hosts' failed RDMA transfers name, with the job's host that owns
-        it (its NCCL interfaces), or None: a host whose HCA or port is at fault fails with every peer, and
-        every peer names it."""
+    def _common_peer(self, findings: List[dict], code: str):
+        """(address, its host, how that is known, the reporting hosts) for the one peer address that several
+        hosts' failures of `code` name, or None. A host whose HCA, port, firewall or advertised address is at
+        fault fails with every peer, and every peer names it. Its host: the one whose NCCL interfaces hold the
+        address; for RDMA, the one whose own errors carry the peer's RoCE GID as theirs; else the one host of
+        the job that did not report failing with it."""
         reporters: Dict[str, set] = {}
         for finding in findings:
-            address = _address_of(finding.get("_peer")) if finding["code"] == "ib_completion_error" else None
+            address = _peer_address(finding) if finding["code"] == code else None
             if address and finding["host"] not in (None, UNKNOWN_HOST):
                 reporters.setdefault(address, set()).add(finding["host"])
         ranked = sorted(reporters.items(), key=lambda item: -len(item[1]))
         if not ranked or len(ranked[0][1]) < 2 or (len(ranked) > 1 and len(ranked[1][1]) == len(ranked[0][1])):
             return None
         address, named_by = ranked[0]
-        owners = sorted({name for name, info in self.hosts.items()
-                         for nics in (info["bootstrap_nics"], info["net_nics"]) for (dummy, where) in nics
-                         if where == address})
-        if not owners:
+        owners, known = sorted({name for name, info in self.hosts.items()
+                                for nics in (info["bootstrap_nics"], info["net_nics"]) for (dummy, where) in nics
+                                if where == address}), "as its NCCL lines show"
+        if not owners and code == "ib_completion_error":
             # NCCL 2.19+ names both ends' RoCE GIDs ("localGid ::ffff:10.60.1.16 remoteGids::ffff:10.60.1.17"):
             # the peer is the host whose own failed transfers name that GID as theirs.
-            local = {gid: f["host"] for f in findings if f["code"] == "ib_completion_error"
+            local = {gid: f["host"] for f in findings if f["code"] == code
                      for gid in _GID_LOCAL.findall(f.get("evidence") or "")}
-            owners = sorted({local[gid] for f in findings if _address_of(f.get("_peer")) == address
+            owners = sorted({local[gid] for f in findings if _peer_address(f) == address
                              for gid in _GID_REMOTE.findall(f.get("evidence") or "") if gid in local})
-        return (address, owners[0], sorted(named_by)) if len(owners) == 1 else None
+            known = "by the RoCE GIDs both ends print"
+        if not owners:
+            job_hosts = set(self.hosts) | {self.file_hosts.get(source) or file_host(source, self.hosts)
+                                           for source in self.sources}
+            owners = sorted(name for name in job_hosts if name and name not in named_by and name != UNKNOWN_HOST)
+            known = "the one host of the job that did not report failing with it"
+        return (address, owners[0], known, sorted(named_by)) if len(owners) == 1 else None
 
     def _family_setter(self, finding: dict) -> None:
         """A socket of a peer's family failed here: the one host whose NCCL_SOCKET_FAMILY differs is the cause."""
@@ -926,8 +936,21 @@ def _to_the_one_culprit(finding: dict, culprits: list, why) -> None:
         finding.update(host=culprits[0], rank=None, cause=finding["cause"] + why(culprits[0], finding["host"]))
 
 
+# The codes whose failures name a peer address that one host may be behind (its HCA, its firewall, the
+# address it advertised).
+COMMON_PEER_CODES = frozenset(("ib_completion_error", "gloo_connect_failed"))
+_GLOO_REMOTE = re.compile(r"remote=\[([0-9a-fA-F.:]+)\]")
 _GID_LOCAL = re.compile(r"localGid (\S+)")
 _GID_REMOTE = re.compile(r"remoteGids ?(\S+)")
+
+
+def _peer_address(finding: dict) -> Optional[str]:
+    """The peer address a failure names: its rule's peer, or Gloo's "remote=[ADDRESS]:PORT"."""
+    address = _address_of(finding.get("_peer"))
+    if address is None and finding["code"] == "gloo_connect_failed":
+        found = _GLOO_REMOTE.search(finding.get("evidence") or "")
+        address = found.group(1) if found else None
+    return address
 
 
 def _address_of(peer) -> Optional[str]:

@@ -1058,3 +1058,24 @@ def test_a_message_truncated_in_the_same_collective_of_the_same_size_is_a_settin
                          "NumelIn=16777216", "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
                          "OpType=ALLREDUCE, NumelIn=8388608")
     assert first(read_nccl_log(other))["code"] == "collective_desync"
+
+
+def test_the_address_every_other_host_s_gloo_failed_to_reach_is_the_one_silent_host_s(tmp_path):
+    """One host's name resolves to its public address: Gloo advertises it and every peer times out connecting to
+    it, while that host's own log says nothing (shape: pytorch/gloo#70, sgl-project/sglang#3226)."""
+    line = ("[rank{r}]: RuntimeError: Gloo connectFullMesh failed with [/pytorch/third_party/gloo/gloo/transport/tcp/"
+            "pair.cc:152] timed out connecting: SO_ERROR: Connection timed out, remote=[192.0.2.47]:41877\n")
+    (tmp_path / "gpu-117.torchrun.log").write_text(line.format(r=0) + line.format(r=1))
+    (tmp_path / "gpu-121.torchrun.log").write_text(line.format(r=2))
+    (tmp_path / "gpu-134.torchrun.log").write_text("starting the agent\n")
+    files = sorted(str(p) for p in tmp_path.iterdir())
+    root = first(read_nccl_log_files(files))
+    assert (root["code"], root["host"]) == ("gloo_connect_failed", "gpu-134") and "192.0.2.47" in root["cause"]
+    # One reporter only: nothing to eliminate with, the failure stays with it.
+    assert first(read_nccl_log_files([files[0], files[2]]))["host"] == "gpu-117"
+
+
+def test_a_tool_word_in_place_of_an_extension_is_not_part_of_the_host():
+    assert file_host("logs/gpu-sfo-117.torchrun.log") == "gpu-sfo-117"
+    assert file_host("node2.dmesg.txt") == "node2"
+    assert file_host("node1.cluster.local.log") == "node1.cluster.local"
