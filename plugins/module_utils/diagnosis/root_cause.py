@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional
 
-from .compare import desync_finding
+from .compare import FIX_SETTINGS, desync_finding
 from .file_names import file_host
 from .rules import FIX_NIC, FIX_PORTS, PRIORITY, sort_key
 from .job import STUCK_STATES, file_stem, signal_name
@@ -244,10 +244,10 @@ def _before(finding: dict, end: dict) -> bool:
     return earlier(finding.get("time"), end.get("time"))
 
 
-FIX_SETTINGS_DIFFER = ("give every rank the same NCCL settings: compare `env | grep ^NCCL_` and /etc/nccl.conf "
-                       "(and ~/.nccl.conf) on every host, and unset or align NCCL_PROTO, NCCL_ALGO, NCCL_BUFFSIZE "
-                       "and the like; NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=INIT,ENV prints each rank's "
-                       "`set by environment` lines")
+# Which host's settings differ is not in such logs: the fix says where to look.
+FIX_SETTINGS_DIFFER = (FIX_SETTINGS + "; to find the host, compare `env | grep ^NCCL_`, /etc/nccl.conf and "
+                       "~/.nccl.conf on every host, or rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV (each "
+                       "rank's `set by environment` lines)")
 
 
 def _same_collective_other_sizes(findings: List[dict], job) -> None:
