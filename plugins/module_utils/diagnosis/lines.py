@@ -60,8 +60,8 @@ _LABEL = re.compile(
 _PREFIXES = re.compile(r"(?:" + _LABEL.pattern + r")+")
 _PREFIX_CACHE: dict = {}
 _PREFIX_CACHE_SIZE = 4096
-# A line that may carry such a prefix starts with one of these (or with a month's name, or a level
-# word of vLLM's logger).
+# A line that may carry such a prefix starts with one of these (or with a month's name, or a log level's
+# word: vLLM's logger, a log service's export).
 _PREFIX_STARTS = frozenset("[ \t(|0123456789")
 _LEVEL_STARTS = frozenset(("ERROR ", "WARNIN", "INFO 0", "INFO 1", "INFO 2", "DEBUG ", "CRITIC", "DEFAUL", "NOTICE"))
 # "host:pid:tid [dev] [seconds] [file.cc:123] NCCL LEVEL message" (2.12 to 2.30; TRACE adds seconds;
