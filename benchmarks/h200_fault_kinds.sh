@@ -8,7 +8,7 @@
 #
 #   benchmarks/h200_fault_kinds.sh WORK_DIR          (ran on the lent GPU machine; root)
 #   TIMEOUT=20 MAX_WAIT=45 KINDS="cuda_oom rank_stopped" benchmarks/h200_fault_kinds.sh WORK_DIR
-#   (NCCL timeout, seconds a job may run, which kinds)
+#   (NCCL timeout, seconds a job may run, which kinds; SUBSYS=INIT,ENV for NCCL_DEBUG_SUBSYS)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 w=$1; mkdir -p "$w"
@@ -26,7 +26,7 @@ job() { # kind action [node1 env...]
     local log=$w/h200-$kind-node$r.log extra=""
     [ "$r" = 1 ] && extra="$*"
     local cmd
-    cmd="env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_RAS_ENABLE=1 GLOO_SOCKET_IFNAME=lo TORCH_NCCL_ASYNC_ERROR_HANDLING=1 FAULT_JOB=$action FAULT_RANK=1 TIMEOUT=${TIMEOUT:-30} $([ "$action" = desync ] && echo TORCH_DISTRIBUTED_DEBUG=DETAIL) $extra $py -m torch.distributed.run --nnodes 2 --node-rank $r --nproc-per-node 1 --master-addr 127.0.0.1 --master-port $port $here/h200_fault_job.py"
+    cmd="env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=${SUBSYS:-INIT,NET} NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_RAS_ENABLE=1 GLOO_SOCKET_IFNAME=lo TORCH_NCCL_ASYNC_ERROR_HANDLING=1 FAULT_JOB=$action FAULT_RANK=1 TIMEOUT=${TIMEOUT:-30} $([ "$action" = desync ] && echo TORCH_DISTRIBUTED_DEBUG=DETAIL) $extra $py -m torch.distributed.run --nnodes 2 --node-rank $r --nproc-per-node 1 --master-addr 127.0.0.1 --master-port $port $here/h200_fault_job.py"
     echo "# recorded $(date -u +%F) on one $gpu by benchmarks/h200_fault_kinds.sh (node$r; $kind: FAULT_JOB=$action in rank 1 at step 20): $cmd" > "$log"
     # shellcheck disable=SC2016,SC2086
     setsid unshare --uts sh -c 'hostname "node$0" && exec "$@"' "$r" $cmd >> "$log" 2>&1 &
