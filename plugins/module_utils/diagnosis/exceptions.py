@@ -21,7 +21,7 @@ from typing import Dict, Optional
 
 from ansible_collections.ncclkit.cluster.plugins.module_utils.common.findings import finding
 
-from .rules import CAUSE_FABRIC_MANAGER, FIX_FABRIC_MANAGER
+from .rules import CAUSE_FABRIC_MANAGER, FIX_FABRIC_MANAGER, FIX_GPU_FAULT, GPU_FAULT_WORDS
 from .timeline import line_time
 
 TRACEBACK = "Traceback (most recent call last)"
@@ -71,7 +71,6 @@ _NOT_OWN_WORDS = ("ProcessGroup", "Watchdog", "TCPStore", "c10d", "closed by pee
                   # "Engine core initialization failed. See root cause above.")
                   "root cause above", "(above) for the root cause")
 _OOM_WORDS = ("CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", "CUDA error: out of memory")
-_GPU_FAULT_WORDS = ("illegal memory access", "unspecified launch failure", "uncorrectable ECC error")
 # The GPU or its driver refusing the rank (a busy or missing device, a driver that does not match the
 # CUDA libraries): the rank's own CUDA error, a fault of the host rather than of the program.
 # So are the faults the NCCL rules call the GPU's (an illegal memory access, an unspecified launch failure,
@@ -79,16 +78,11 @@ _GPU_FAULT_WORDS = ("illegal memory access", "unspecified launch failure", "unco
 # own check failing in a kernel, stays the program's: rank_exception.)
 _CUDA_WORDS = ("cudaGetDeviceCount", "CUDA driver version is insufficient", "CUDA-capable device",
                "invalid device ordinal", "No CUDA GPUs are available", "CUDA driver initialization failed",
-               "unsupported display driver") + _GPU_FAULT_WORDS
+               "unsupported display driver") + GPU_FAULT_WORDS
 FIX_CUDA = ("look at that host's GPU and driver: `nvidia-smi` (a process still holding the GPU, a GPU missing, "
             "the compute mode), `dmesg -T | grep -i -e xid -e nvrm`, and that the driver matches the CUDA the job "
             "loads (error 803 and 'driver version is insufficient' mean it does not: reboot after a driver update, or "
             "load the matching libraries); the other ranks' errors follow from it")
-
-FIX_GPU_FAULT = ("find the kernel that faulted: rerun with CUDA_LAUNCH_BLOCKING=1 (the traceback then points at it), "
-                 "and read `dmesg -T | grep -i xid` on that host: Xid 13, 31 or 43 is a bad access by the program or a "
-                 "library it loads (update or fix it), Xid 48, 63, 64, 79, 94 or 95 a fault of the GPU (drain it); "
-                 "the other ranks' errors follow from it")
 
 FIX_EXCEPTION = ("fix the program where the traceback of that rank points (the last `File ..., line N` above "
                  "the exception); the errors of the other ranks (connection closed by peer, NCCL or Gloo "
@@ -194,7 +188,7 @@ def exception_finding(code: str, exc_type: str, message: str, frame: Optional[st
                                            f"Python exception{where}: {quoted}: {CAUSE_FABRIC_MANAGER}",
                             FIX_FABRIC_MANAGER, exception=quoted), _own=True)
     if code == "cuda_error":
-        fix = FIX_GPU_FAULT if any(word in message for word in _GPU_FAULT_WORDS) else FIX_CUDA
+        fix = FIX_GPU_FAULT if any(word in message for word in GPU_FAULT_WORDS) else FIX_CUDA
         return dict(finding("cuda_error", "error", f"a CUDA error in the rank's own Python exception{where}: {quoted}",
                             fix, exception=quoted), _own=True)
     return finding("rank_exception", "error", f"the rank's own Python exception{where}: {quoted}", FIX_EXCEPTION,

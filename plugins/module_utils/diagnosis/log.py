@@ -633,11 +633,14 @@ class _Log:
         address = re.match(r"\[?([0-9a-fA-F.:]+?)\]?$", peer)
         if not address:
             return
-        owners = sorted({name for name, info in self.hosts.items()
-                         for nics in (info["bootstrap_nics"], info["net_nics"]) for (dummy, where) in nics
-                         if where == address.group(1)})
-        _to_the_one_culprit(finding, owners, lambda owner, reporter: (
+        _to_the_one_culprit(finding, self._owners(address.group(1)), lambda owner, reporter: (
             f" ({address.group(1)} is {owner}'s, as its NCCL lines show: {reporter} reported it)"))
+
+    def _owners(self, address: str) -> List[str]:
+        """The hosts whose NCCL interfaces (bootstrap or network) hold `address`."""
+        return sorted({name for name, info in self.hosts.items()
+                       for nics in (info["bootstrap_nics"], info["net_nics"]) for (dummy, where) in nics
+                       if where == address})
 
     def _common_peer(self, findings: List[dict], code: str):
         """(address, its host, how that is known, the reporting hosts) for the one peer address that several
@@ -654,9 +657,7 @@ class _Log:
         if not ranked or len(ranked[0][1]) < 2 or (len(ranked) > 1 and len(ranked[1][1]) == len(ranked[0][1])):
             return None
         address, named_by = ranked[0]
-        owners, known = sorted({name for name, info in self.hosts.items()
-                                for nics in (info["bootstrap_nics"], info["net_nics"]) for (dummy, where) in nics
-                                if where == address}), "as its NCCL lines show"
+        owners, known = self._owners(address), "as its NCCL lines show"
         if not owners and code == "ib_completion_error":
             # NCCL 2.19+ names both ends' RoCE GIDs ("localGid ::ffff:10.60.1.16 remoteGids::ffff:10.60.1.17"):
             # the peer is the host whose own failed transfers name that GID as theirs.

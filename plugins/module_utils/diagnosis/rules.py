@@ -16,6 +16,12 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Pattern
 from ansible_collections.ncclkit.cluster.plugins.module_utils.network.cluster_nic import VIRTUAL_NIC_PATTERNS
 from .lines import parse_address
 
+# A fault of the GPU while it ran a rank's kernels, in NCCL's lines or in the rank's own exception, and its fix.
+GPU_FAULT_WORDS = ("illegal memory access", "unspecified launch failure", "uncorrectable ECC", "misaligned address",
+                   "illegal instruction")
+FIX_GPU_FAULT = ("run that rank with CUDA_LAUNCH_BLOCKING=1 (and compute-sanitizer) to find the kernel and its input; "
+                 "check `dmesg -T | grep -i xid` and `nvidia-smi -q -d ECC` on that host: Xid 48, 63, 64, 79, 94, 95 "
+                 "or ECC errors mean the GPU is at fault (take it out of the job)")
 # CUDA error 802: what it means on the hosts that have it, and the fix (a rank's exception says it too).
 CAUSE_FABRIC_MANAGER = ("on NVSwitch systems (HGX/DGX A100, H100, H200) the NVIDIA Fabric Manager is not running or "
                         "does not match the driver")
@@ -515,17 +521,13 @@ RULES = (
           own=True),
     # A fault of the GPU while it ran this rank's kernels: the rank's own failure, never a peer's doing (a
     # rank whose peer died sees remote and timeout errors, not these).
-    _rule("cuda_error", "error", ("illegal memory access", "unspecified launch failure", "uncorrectable ECC",
-                                  "misaligned address", "illegal instruction"),
+    _rule("cuda_error", "error", GPU_FAULT_WORDS,
           r"(?:\[Rank (?P<own_rank>\d+)\].*?)?(?P<error>an illegal memory access was encountered|unspecified launch "
           r"failure|uncorrectable ECC error encountered|misaligned address|an illegal instruction was encountered)",
           "the GPU faulted while running this rank's kernels ({error}): a kernel's bad memory access (often an "
           "index out of range that depends on the data) or the GPU itself failing (ECC, Xid in the kernel log); "
           "this rank failed first and the others follow",
-          "run that rank with CUDA_LAUNCH_BLOCKING=1 (and compute-sanitizer) to find the kernel and its input; "
-          "check `dmesg -T | grep -i xid` and `nvidia-smi -q -d ECC` on that host: Xid 48, 63, 64, 79, 94, 95 or "
-          "ECC errors mean the GPU is at fault (take it out of the job)",
-          own=True),
+          FIX_GPU_FAULT, own=True),
     # More specific lines of a CUDA call failing inside NCCL first: GPU peer access (P2P) and NVLink SHARP.
     _rule("cuda_error", "error", ("peer access is not supported", "peer mapping resources exhausted"),
           r"Cuda failure (?:\d+ )?'(?P<error>peer access is not supported[^']*|peer mapping resources exhausted)'",
